@@ -1,0 +1,85 @@
+// Command bench measures oncebox against its peers on the services of this
+// machine and prints a table; it writes the same figures to
+// bench/results/latest.md and bench/results/latest.json. Speed is reported as
+// ratios against a baseline measured in the same run, never asserted in tests.
+//
+//	go run ./bench                     # every scenario
+//	go run ./bench -scenarios publish  # one scenario
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// scenario is one benchmark: it returns the rows of its table.
+type scenario struct {
+	name string
+	desc string
+	run  func(ctx context.Context, env *env) ([]row, error)
+}
+
+var scenarios = []scenario{
+	{"publish", "publishing inside a business transaction vs a raw multi-row INSERT", runPublish},
+}
+
+func main() {
+	var (
+		only    = flag.String("scenarios", "", "comma-separated scenarios to run (default: all)")
+		dsn     = flag.String("postgres", envOr("ONCEBOX_BENCH_POSTGRES_DSN", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN")
+		out     = flag.String("out", "bench/results", "directory of latest.md and latest.json")
+		scale   = flag.Float64("scale", 1, "multiplies the amount of work of every scenario (0.1 for a smoke run)")
+		timeout = flag.Duration("timeout", 10*time.Minute, "overall time budget")
+	)
+	flag.Parse()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	e, err := newEnv(ctx, *dsn, *scale)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	defer e.close()
+
+	rep := report{Started: time.Now().UTC(), Machine: machine()}
+	for _, s := range scenarios {
+		if *only != "" && !contains(strings.Split(*only, ","), s.name) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: running %s…\n", s.name)
+		start := time.Now()
+		rows, err := s.run(ctx, e)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
+			os.Exit(1)
+		}
+		rep.Scenarios = append(rep.Scenarios, scenarioResult{Name: s.name, Description: s.desc, Rows: rows,
+			Seconds: time.Since(start).Seconds()})
+	}
+	fmt.Print(rep.markdown())
+	if err := rep.write(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if strings.TrimSpace(v) == s {
+			return true
+		}
+	}
+	return false
+}

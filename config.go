@@ -1,0 +1,521 @@
+package oncebox
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Default values of the configuration. Every field of [Config] documents which
+// of these it takes when left at its zero value.
+const (
+	DefaultBatchSize              = 200
+	DefaultMinFixedDelay          = 250 * time.Millisecond
+	DefaultMaxFixedDelay          = time.Minute
+	DefaultPollingMultiplier      = 1.5
+	DefaultMaxRetries             = 3
+	DefaultBackoffDelay           = 10 * time.Second
+	DefaultBackoffMultiplier      = 3.0
+	DefaultMaxBatchProcessingTime = 300 * time.Second
+	DefaultOutboxTTL              = 24 * time.Hour
+	DefaultInboxTTL               = 24 * time.Hour
+	DefaultDLQTTL                 = 7 * 24 * time.Hour
+	DefaultCleanUpBatchSize       = 1000
+	DefaultCacheTTL               = time.Hour
+	DefaultMaxPayloadSize         = 1 << 20 // 1 MiB, Kafka's default message.max.bytes
+
+	// MaxBatchSize bounds batch-size: a claim returns at most this many rows.
+	MaxBatchSize = 10_000
+	// MaxEventTypeLength is the longest event type or topic name accepted; the
+	// columns are 255 characters wide on every dialect.
+	MaxEventTypeLength = 255
+)
+
+// PollingType selects how a poller waits between polls.
+type PollingType string
+
+const (
+	// PollingAdaptive waits min-fixed-delay after a full batch and multiplies
+	// the delay by multiplier, up to max-fixed-delay, after a partial or empty
+	// one. It is the default.
+	PollingAdaptive PollingType = "adaptive"
+	// PollingFixed always waits min-fixed-delay between polls.
+	PollingFixed PollingType = "fixed"
+)
+
+// Config is the whole oncebox configuration: the brief's `oncebox:` block.
+// Build it in Go or load it with [LoadConfig]; call [Config.WithDefaults] and
+// [Config.Validate] (LoadConfig does both) before use.
+type Config struct {
+	// ThreadPoolSize bounds the number of goroutines of the relay that use a
+	// database connection at once. 0 means the brief's formula: 2 + n without
+	// DLQ and 5 + n with DLQ, n being the number of event types.
+	ThreadPoolSize int `yaml:"thread-pool-size"`
+	// Tables names the schema and table prefix of the oncebox tables.
+	Tables TablesConfig `yaml:"tables"`
+	// Outbox configures the publishing side.
+	Outbox OutboxConfig `yaml:"outbox"`
+	// Inbox configures the consuming side.
+	Inbox InboxConfig `yaml:"inbox"`
+}
+
+// TablesConfig places the oncebox tables. Both fields are validated as plain
+// SQL identifiers (letters, digits, underscores) so nothing can be injected.
+type TablesConfig struct {
+	// Schema is the database schema (PostgreSQL, Oracle) or database (MySQL)
+	// holding the tables. Empty: the connection's default.
+	Schema string `yaml:"schema"`
+	// Prefix is prepended to every table name, e.g. "billing_" gives
+	// "billing_outbox_events". Empty by default.
+	Prefix string `yaml:"prefix"`
+}
+
+// OutboxConfig configures the outbox and its relay.
+type OutboxConfig struct {
+	// Sender names the broker the relay publishes to: "kafka", "rabbitmq" or
+	// "" (whatever message.Publisher the relay is given). Informational: it
+	// selects the start-up checks of the broker.
+	Sender SenderConfig `yaml:"sender"`
+	// Defaults holds the settings every event type inherits.
+	Defaults EventSettings `yaml:"defaults"`
+	// Events holds one entry per event type; each overrides any part of
+	// Defaults and inherits the rest. When it is not empty, publishing an event
+	// type missing from it fails with ErrUnknownEventType.
+	Events map[string]EventSettings `yaml:"events"`
+	// DLQ configures the dead letter queue of events that exhausted their
+	// retries.
+	DLQ DLQConfig `yaml:"dlq"`
+	// CleanUp configures the deletion of PROCESSED rows. Default ttl 24h,
+	// batch size 1000.
+	CleanUp CleanUpConfig `yaml:"clean-up"`
+	// MaxBatchProcessingTime is how long a row may stay IN_PROCESS before the
+	// recovery job returns it to PENDING (without counting an attempt).
+	// Default 300s.
+	MaxBatchProcessingTime time.Duration `yaml:"max-batch-processing-time"`
+	// MaxPayloadSize is the largest payload, in bytes, the publisher accepts.
+	// Default 1 MiB.
+	MaxPayloadSize int `yaml:"max-payload-size"`
+}
+
+// SenderConfig names the broker of the relay.
+type SenderConfig struct {
+	// Type is "kafka", "rabbitmq" or "". Default "".
+	Type string `yaml:"type"`
+}
+
+// SourceConfig names the broker the inbox consumes from.
+type SourceConfig struct {
+	// Type is "kafka", "rabbitmq" or "". Default "".
+	Type string `yaml:"type"`
+}
+
+// EventSettings are the per-event-type settings. In [OutboxConfig.Defaults]
+// a zero field takes the package default; in [OutboxConfig.Events] a zero
+// field inherits the defaults block. Fields whose zero value is meaningful
+// (MaxRetries, Backoff.Enabled) are pointers: nil inherits.
+type EventSettings struct {
+	// Topic is the destination topic on the broker. Empty: the defaults
+	// block's topic, or else the event type itself.
+	Topic string `yaml:"topic"`
+	// BatchSize is the most rows one poll claims. Default 200, at most 10,000.
+	BatchSize int `yaml:"batch-size"`
+	// Polling sets the pace of the poller of the type.
+	Polling PollingSettings `yaml:"polling"`
+	// MaxRetries is the number of retries after the first failed attempt:
+	// an event is attempted at most 1 + MaxRetries times, then becomes FAILED.
+	// Default 3 (4 attempts, with the default backoff 10s, 30s and 90s apart).
+	// 0 means a single attempt.
+	MaxRetries *int `yaml:"max-retries"`
+	// Backoff sets the delay before a retry.
+	Backoff BackoffSettings `yaml:"backoff"`
+}
+
+// PollingSettings set the delay between two polls of one event type.
+type PollingSettings struct {
+	// Type is "adaptive" (default) or "fixed".
+	Type PollingType `yaml:"type"`
+	// MinFixedDelay is the delay after a full batch (adaptive) or between any
+	// two polls (fixed). Default 250ms.
+	MinFixedDelay time.Duration `yaml:"min-fixed-delay"`
+	// MaxFixedDelay caps the adaptive delay: the longest an event waits to be
+	// picked up on an idle type. Default 1m. Ignored by fixed polling.
+	MaxFixedDelay time.Duration `yaml:"max-fixed-delay"`
+	// Multiplier grows the adaptive delay after a partial or empty batch.
+	// Default 1.5, at least 1.
+	Multiplier float64 `yaml:"multiplier"`
+}
+
+// BackoffSettings set the delay before retrying a failed event:
+// Delay × Multiplier^n for the (n+1)-th retry, exact to the nanosecond.
+type BackoffSettings struct {
+	// Enabled turns the backoff on. Default true. Disabled: retry at once.
+	Enabled *bool `yaml:"enabled"`
+	// Delay is the delay before the first retry. Default 10s.
+	Delay time.Duration `yaml:"delay"`
+	// Multiplier grows the delay at each retry. Default 3.0, at least 1.
+	Multiplier float64 `yaml:"multiplier"`
+}
+
+// DLQConfig configures the dead letter queue table.
+type DLQConfig struct {
+	// Enabled moves FAILED events to the DLQ table. Default false: FAILED rows
+	// stay in the outbox table.
+	Enabled bool `yaml:"enabled"`
+	// CleanUp deletes RESOLVED DLQ rows. Default ttl 7 days (168h).
+	CleanUp CleanUpConfig `yaml:"clean-up"`
+}
+
+// CleanUpConfig configures a clean-up job.
+type CleanUpConfig struct {
+	// TTL is the age after which rows are deleted.
+	TTL time.Duration `yaml:"ttl"`
+	// BatchSize is the most rows one delete statement removes. Default 1000.
+	BatchSize int `yaml:"batch-size"`
+}
+
+// InboxConfig configures the consuming side.
+type InboxConfig struct {
+	// Source names the broker consumed from. Informational: it selects the
+	// start-up checks (auto-commit warnings).
+	Source SourceConfig `yaml:"source"`
+	// CleanUp deletes processed ids older than its ttl. Default ttl 24h: the
+	// inbox ttl must outlast the longest time a duplicate can still arrive.
+	CleanUp CleanUpConfig `yaml:"clean-up"`
+	// Cache configures the optional cache in front of the inbox table.
+	Cache CacheConfig `yaml:"cache"`
+}
+
+// CacheConfig configures the inbox cache.
+type CacheConfig struct {
+	// Enabled turns the cache on. Default false.
+	Enabled bool `yaml:"enabled"`
+	// CacheName namespaces the keys, and must be unique per service: the key is
+	// the event id alone, so two services sharing one cache under one name
+	// would mark each other's events as seen. Required when Enabled.
+	CacheName string `yaml:"cache-name"`
+	// TTL is the lifetime of a cache entry. Default 1h; at most the inbox
+	// clean-up ttl, or the cache would answer for ids the table forgot.
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// EventConfig is the resolved configuration of one event type: the defaults
+// block overlaid with the type's overrides. Every field is set.
+type EventConfig struct {
+	EventType  string
+	Topic      string
+	BatchSize  int
+	Polling    PollingSettings
+	MaxRetries int
+	Backoff    Backoff
+}
+
+// Backoff is the resolved retry backoff of an event type.
+type Backoff struct {
+	Enabled    bool
+	Delay      time.Duration
+	Multiplier float64
+}
+
+// RetryDelay returns the delay before retry number retry (1 for the first
+// retry): Delay × Multiplier^(retry-1), or 0 when backoff is disabled. With the
+// defaults: 10s, 30s, 90s.
+func (b Backoff) RetryDelay(retry int) time.Duration {
+	if !b.Enabled || retry < 1 {
+		return 0
+	}
+	d := float64(b.Delay)
+	for i := 1; i < retry; i++ {
+		d *= b.Multiplier
+		if d > float64(maxDuration) {
+			return maxDuration
+		}
+	}
+	return time.Duration(d)
+}
+
+const maxDuration = time.Duration(1<<63 - 1)
+
+// Bool returns a pointer to b, for the optional fields of [EventSettings].
+func Bool(b bool) *bool { return &b }
+
+// Int returns a pointer to n, for the optional fields of [EventSettings].
+func Int(n int) *int { return &n }
+
+// WithDefaults returns a copy of c with every unset field of the defaults
+// block and of the other sections set to its default. The per-event-type
+// overrides are left as they are: they inherit at resolution time.
+func (c Config) WithDefaults() Config {
+	d := &c.Outbox.Defaults
+	if d.BatchSize == 0 {
+		d.BatchSize = DefaultBatchSize
+	}
+	if d.Polling.Type == "" {
+		d.Polling.Type = PollingAdaptive
+	}
+	if d.Polling.MinFixedDelay == 0 {
+		d.Polling.MinFixedDelay = DefaultMinFixedDelay
+	}
+	if d.Polling.MaxFixedDelay == 0 {
+		d.Polling.MaxFixedDelay = DefaultMaxFixedDelay
+	}
+	if d.Polling.Multiplier == 0 {
+		d.Polling.Multiplier = DefaultPollingMultiplier
+	}
+	if d.MaxRetries == nil {
+		d.MaxRetries = Int(DefaultMaxRetries)
+	}
+	if d.Backoff.Enabled == nil {
+		d.Backoff.Enabled = Bool(true)
+	}
+	if d.Backoff.Delay == 0 {
+		d.Backoff.Delay = DefaultBackoffDelay
+	}
+	if d.Backoff.Multiplier == 0 {
+		d.Backoff.Multiplier = DefaultBackoffMultiplier
+	}
+	if c.Outbox.MaxBatchProcessingTime == 0 {
+		c.Outbox.MaxBatchProcessingTime = DefaultMaxBatchProcessingTime
+	}
+	if c.Outbox.MaxPayloadSize == 0 {
+		c.Outbox.MaxPayloadSize = DefaultMaxPayloadSize
+	}
+	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
+	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
+	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
+	if c.Inbox.Cache.TTL == 0 {
+		c.Inbox.Cache.TTL = min(DefaultCacheTTL, c.Inbox.CleanUp.TTL)
+	}
+	// Copy the map so that the caller's config is never aliased.
+	if c.Outbox.Events != nil {
+		events := make(map[string]EventSettings, len(c.Outbox.Events))
+		for k, v := range c.Outbox.Events {
+			events[k] = v
+		}
+		c.Outbox.Events = events
+	}
+	return c
+}
+
+func (c CleanUpConfig) withDefaults(ttl time.Duration) CleanUpConfig {
+	if c.TTL == 0 {
+		c.TTL = ttl
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultCleanUpBatchSize
+	}
+	return c
+}
+
+// EventTypes returns the configured event types, sorted.
+func (c Config) EventTypes() []string {
+	types := make([]string, 0, len(c.Outbox.Events))
+	for t := range c.Outbox.Events {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	return types
+}
+
+// Event resolves the configuration of eventType: its overrides on top of the
+// defaults block, on top of the package defaults. With no event types
+// configured any type resolves to the defaults; with some configured, an
+// unknown type returns ErrUnknownEventType.
+func (c Config) Event(eventType string) (EventConfig, error) {
+	c = c.WithDefaults()
+	o, ok := c.Outbox.Events[eventType]
+	if !ok && len(c.Outbox.Events) > 0 {
+		return EventConfig{}, fmt.Errorf("%w: %q is not in outbox.events (configured: %v)",
+			ErrUnknownEventType, eventType, c.EventTypes())
+	}
+	d := c.Outbox.Defaults
+	ec := EventConfig{
+		EventType:  eventType,
+		Topic:      firstNonZero(o.Topic, d.Topic, eventType),
+		BatchSize:  firstNonZero(o.BatchSize, d.BatchSize),
+		MaxRetries: *firstNonNil(o.MaxRetries, d.MaxRetries),
+		Polling: PollingSettings{
+			Type:          firstNonZero(o.Polling.Type, d.Polling.Type),
+			MinFixedDelay: firstNonZero(o.Polling.MinFixedDelay, d.Polling.MinFixedDelay),
+			MaxFixedDelay: firstNonZero(o.Polling.MaxFixedDelay, d.Polling.MaxFixedDelay),
+			Multiplier:    firstNonZero(o.Polling.Multiplier, d.Polling.Multiplier),
+		},
+		Backoff: Backoff{
+			Enabled:    *firstNonNil(o.Backoff.Enabled, d.Backoff.Enabled),
+			Delay:      firstNonZero(o.Backoff.Delay, d.Backoff.Delay),
+			Multiplier: firstNonZero(o.Backoff.Multiplier, d.Backoff.Multiplier),
+		},
+	}
+	return ec, nil
+}
+
+func firstNonZero[T comparable](vs ...T) T {
+	var zero T
+	for _, v := range vs {
+		if v != zero {
+			return v
+		}
+	}
+	return zero
+}
+
+func firstNonNil[T any](vs ...*T) *T {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+var identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// maxIdentifierLength keeps prefixed table names within every dialect's
+// limit (PostgreSQL 63, MySQL 64, Oracle 128 bytes): the longest table name
+// is "outbox_dlq_events" (17 characters).
+const maxIdentifierLength = 40
+
+// Validate checks the table placement; the error names the field.
+func (t TablesConfig) Validate() error {
+	var errs []error
+	if t.Schema != "" && (!identifierRE.MatchString(t.Schema) || len(t.Schema) > 63) {
+		errs = append(errs, fieldErr("tables.schema", "%q is not a plain identifier (letters, digits, underscores, at most 63)", t.Schema))
+	}
+	if t.Prefix != "" && (!identifierRE.MatchString(t.Prefix) || len(t.Prefix) > maxIdentifierLength) {
+		errs = append(errs, fieldErr("tables.prefix", "%q is not a plain identifier (letters, digits, underscores, at most %d)", t.Prefix, maxIdentifierLength))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks c after defaults are applied and returns every problem
+// found, each naming its field by its YAML path, all wrapping
+// ErrInvalidConfig. Call it on the result of WithDefaults.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.ThreadPoolSize < 0 {
+		add(fieldErr("thread-pool-size", "must be >= 0, got %d", c.ThreadPoolSize))
+	}
+	add(c.Tables.Validate())
+	add(validateBrokerType("outbox.sender.type", c.Outbox.Sender.Type))
+	add(validateBrokerType("inbox.source.type", c.Inbox.Source.Type))
+	add(c.Outbox.Defaults.validate("outbox.defaults", true))
+	for _, t := range c.EventTypes() {
+		path := "outbox.events." + t
+		if len(t) > MaxEventTypeLength || t == "" {
+			add(fieldErr(path, "event type must be 1 to %d characters", MaxEventTypeLength))
+		}
+		add(c.Outbox.Events[t].validate(path, false))
+		// A type may be valid on its own and invalid once merged (its min
+		// above the inherited max): check the resolved values too.
+		if ec, err := c.Event(t); err == nil {
+			add(ec.Polling.validateResolved(path + ".polling"))
+		}
+	}
+	if c.Outbox.MaxBatchProcessingTime <= 0 {
+		add(fieldErr("outbox.max-batch-processing-time", "must be > 0, got %s", c.Outbox.MaxBatchProcessingTime))
+	}
+	if c.Outbox.MaxPayloadSize <= 0 {
+		add(fieldErr("outbox.max-payload-size", "must be > 0, got %d", c.Outbox.MaxPayloadSize))
+	}
+	add(c.Outbox.CleanUp.validate("outbox.clean-up"))
+	add(c.Outbox.DLQ.CleanUp.validate("outbox.dlq.clean-up"))
+	add(c.Inbox.CleanUp.validate("inbox.clean-up"))
+	if c.Inbox.Cache.Enabled && c.Inbox.Cache.CacheName == "" {
+		add(fieldErr("inbox.cache.cache-name", "is required when the cache is enabled, and must be unique per service"))
+	}
+	if c.Inbox.Cache.TTL < 0 {
+		add(fieldErr("inbox.cache.ttl", "must be > 0, got %s", c.Inbox.Cache.TTL))
+	}
+	if c.Inbox.Cache.TTL > c.Inbox.CleanUp.TTL {
+		add(fieldErr("inbox.cache.ttl", "%s is longer than inbox.clean-up.ttl %s: the cache would answer for ids the inbox table has forgotten",
+			c.Inbox.Cache.TTL, c.Inbox.CleanUp.TTL))
+	}
+	return errors.Join(errs...)
+}
+
+func (s EventSettings) validate(path string, isDefaults bool) error {
+	var errs []error
+	if len(s.Topic) > MaxEventTypeLength {
+		errs = append(errs, fieldErr(path+".topic", "longer than %d characters", MaxEventTypeLength))
+	}
+	if s.BatchSize < 0 || s.BatchSize > MaxBatchSize || (isDefaults && s.BatchSize == 0) {
+		errs = append(errs, fieldErr(path+".batch-size", "must be between 1 and %d, got %d", MaxBatchSize, s.BatchSize))
+	}
+	p := s.Polling
+	switch p.Type {
+	case "", PollingAdaptive, PollingFixed:
+	default:
+		errs = append(errs, fieldErr(path+".polling.type", "must be %q or %q, got %q", PollingAdaptive, PollingFixed, p.Type))
+	}
+	if p.MinFixedDelay < 0 {
+		errs = append(errs, fieldErr(path+".polling.min-fixed-delay", "must be > 0, got %s", p.MinFixedDelay))
+	}
+	if p.MaxFixedDelay < 0 {
+		errs = append(errs, fieldErr(path+".polling.max-fixed-delay", "must be > 0, got %s", p.MaxFixedDelay))
+	}
+	if p.Multiplier != 0 && p.Multiplier < 1 {
+		errs = append(errs, fieldErr(path+".polling.multiplier", "must be >= 1, got %g", p.Multiplier))
+	}
+	if isDefaults {
+		errs = append(errs, p.validateResolved(path+".polling"))
+	}
+	if s.MaxRetries != nil && *s.MaxRetries < 0 {
+		errs = append(errs, fieldErr(path+".max-retries", "must be >= 0, got %d", *s.MaxRetries))
+	}
+	if s.Backoff.Delay < 0 {
+		errs = append(errs, fieldErr(path+".backoff.delay", "must be > 0, got %s", s.Backoff.Delay))
+	}
+	if s.Backoff.Multiplier != 0 && s.Backoff.Multiplier < 1 {
+		errs = append(errs, fieldErr(path+".backoff.multiplier", "must be >= 1, got %g", s.Backoff.Multiplier))
+	}
+	return errors.Join(errs...)
+}
+
+// validateResolved checks the relations between the merged polling values.
+func (p PollingSettings) validateResolved(path string) error {
+	if p.Type == PollingAdaptive && p.MinFixedDelay > 0 && p.MaxFixedDelay > 0 && p.MinFixedDelay > p.MaxFixedDelay {
+		return fieldErr(path+".min-fixed-delay", "%s is greater than max-fixed-delay %s", p.MinFixedDelay, p.MaxFixedDelay)
+	}
+	return nil
+}
+
+func (c CleanUpConfig) validate(path string) error {
+	var errs []error
+	if c.TTL <= 0 {
+		errs = append(errs, fieldErr(path+".ttl", "must be > 0, got %s", c.TTL))
+	}
+	if c.BatchSize <= 0 || c.BatchSize > MaxBatchSize {
+		errs = append(errs, fieldErr(path+".batch-size", "must be between 1 and %d, got %d", MaxBatchSize, c.BatchSize))
+	}
+	return errors.Join(errs...)
+}
+
+func validateBrokerType(path, t string) error {
+	switch t {
+	case "", "kafka", "rabbitmq":
+		return nil
+	}
+	return fieldErr(path, "must be \"kafka\", \"rabbitmq\" or empty, got %q", t)
+}
+
+// FieldError is a configuration error about one field, named by its YAML
+// path (for example "outbox.events.low-priority.polling.multiplier").
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return "oncebox: config " + e.Field + ": " + e.Message }
+
+// Unwrap makes every FieldError match ErrInvalidConfig.
+func (e *FieldError) Unwrap() error { return ErrInvalidConfig }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}

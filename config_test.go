@@ -1,0 +1,232 @@
+package oncebox_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+)
+
+// briefConfig is the article's configuration written as Go structs.
+func briefConfig() oncebox.Config {
+	return oncebox.Config{
+		ThreadPoolSize: 5,
+		Outbox: oncebox.OutboxConfig{
+			Sender: oncebox.SenderConfig{Type: "kafka"},
+			Defaults: oncebox.EventSettings{
+				BatchSize: 200,
+				Polling: oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
+					MinFixedDelay: 250 * time.Millisecond, MaxFixedDelay: time.Minute, Multiplier: 1.5},
+				MaxRetries: oncebox.Int(3),
+				Backoff:    oncebox.BackoffSettings{Enabled: oncebox.Bool(true), Delay: 10 * time.Second, Multiplier: 3.0},
+			},
+			Events: map[string]oncebox.EventSettings{
+				"high-priority": {Topic: "events", Polling: oncebox.PollingSettings{MinFixedDelay: 250 * time.Millisecond}},
+				"low-priority": {Topic: "events",
+					Polling: oncebox.PollingSettings{MinFixedDelay: 10 * time.Second, MaxFixedDelay: 5 * time.Minute, Multiplier: 2.0},
+					Backoff: oncebox.BackoffSettings{Enabled: oncebox.Bool(false)}},
+				"create-order": {Topic: "orders"},
+				"daily-report": {Topic: "reports",
+					Polling: oncebox.PollingSettings{MinFixedDelay: 10 * time.Second, MaxFixedDelay: 5 * time.Minute}},
+			},
+			DLQ: oncebox.DLQConfig{Enabled: true},
+		},
+		Inbox: oncebox.InboxConfig{
+			Source:  oncebox.SourceConfig{Type: "kafka"},
+			CleanUp: oncebox.CleanUpConfig{TTL: 24 * time.Hour},
+			Cache:   oncebox.CacheConfig{Enabled: true, CacheName: "orders-service:oncebox:inbox"},
+		},
+	}
+}
+
+func TestLoadConfigBriefYAMLAndJSONEqualTheStructs(t *testing.T) {
+	t.Parallel()
+	want := briefConfig().WithDefaults()
+	require.NoError(t, want.Validate())
+	for _, file := range []string{"testdata/brief.yaml", "testdata/brief.json"} {
+		got, err := oncebox.LoadConfigFile(file)
+		require.NoError(t, err, file)
+		require.Equal(t, want, got, file)
+	}
+}
+
+func TestConfigInheritance(t *testing.T) {
+	t.Parallel()
+	cfg, err := oncebox.LoadConfigFile("testdata/brief.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []string{"create-order", "daily-report", "high-priority", "low-priority"}, cfg.EventTypes())
+
+	low, err := cfg.Event("low-priority")
+	require.NoError(t, err)
+	require.Equal(t, oncebox.EventConfig{
+		EventType: "low-priority", Topic: "events", BatchSize: 200, MaxRetries: 3,
+		Polling: oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
+			MinFixedDelay: 10 * time.Second, MaxFixedDelay: 5 * time.Minute, Multiplier: 2.0},
+		Backoff: oncebox.Backoff{Enabled: false, Delay: 10 * time.Second, Multiplier: 3.0},
+	}, low)
+
+	report, err := cfg.Event("daily-report")
+	require.NoError(t, err)
+	require.Equal(t, 1.5, report.Polling.Multiplier, "multiplier inherited from the defaults")
+	require.Equal(t, 10*time.Second, report.Polling.MinFixedDelay)
+	require.True(t, report.Backoff.Enabled)
+
+	_, err = cfg.Event("create-ordr")
+	require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
+
+	// With no event types configured, any type resolves to the defaults and
+	// publishes to the topic of its own name.
+	any, err := oncebox.Config{}.Event("anything")
+	require.NoError(t, err)
+	require.Equal(t, "anything", any.Topic)
+	require.Equal(t, oncebox.DefaultBatchSize, any.BatchSize)
+	require.Equal(t, oncebox.DefaultMaxRetries, any.MaxRetries)
+
+	// max-retries: 0 overrides the inherited 3 (a pointer, not a zero).
+	zero := oncebox.Config{Outbox: oncebox.OutboxConfig{Events: map[string]oncebox.EventSettings{
+		"once": {MaxRetries: oncebox.Int(0)}}}}
+	once, err := zero.Event("once")
+	require.NoError(t, err)
+	require.Equal(t, 0, once.MaxRetries)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	c := oncebox.Config{}.WithDefaults()
+	require.NoError(t, c.Validate())
+	d := c.Outbox.Defaults
+	require.Equal(t, 200, d.BatchSize)
+	require.Equal(t, oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
+		MinFixedDelay: 250 * time.Millisecond, MaxFixedDelay: time.Minute, Multiplier: 1.5}, d.Polling)
+	require.Equal(t, 3, *d.MaxRetries)
+	require.Equal(t, 300*time.Second, c.Outbox.MaxBatchProcessingTime)
+	require.Equal(t, 24*time.Hour, c.Outbox.CleanUp.TTL)
+	require.Equal(t, 24*time.Hour, c.Inbox.CleanUp.TTL)
+	require.Equal(t, time.Hour, c.Inbox.Cache.TTL)
+	require.Equal(t, 1<<20, c.Outbox.MaxPayloadSize)
+}
+
+func TestBackoffRetryDelaysAreExact(t *testing.T) {
+	t.Parallel()
+	ec, err := oncebox.Config{}.Event("t")
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second},
+		[]time.Duration{ec.Backoff.RetryDelay(1), ec.Backoff.RetryDelay(2), ec.Backoff.RetryDelay(3)})
+	b := oncebox.Backoff{Enabled: true, Delay: 1500 * time.Millisecond, Multiplier: 1.5}
+	require.Equal(t, 3375*time.Millisecond, b.RetryDelay(3), "no rounding to whole seconds")
+	require.Equal(t, time.Duration(0), oncebox.Backoff{Enabled: false, Delay: time.Second}.RetryDelay(1))
+}
+
+func TestConfigValidationNamesTheField(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(c *oncebox.Config)
+		want   string
+	}{
+		{"min above max", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Polling.MinFixedDelay = 2 * time.Minute
+		}, "outbox.defaults.polling.min-fixed-delay: 2m0s is greater than max-fixed-delay 1m0s"},
+		{"min above inherited max", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"slow": {Polling: oncebox.PollingSettings{MinFixedDelay: 5 * time.Minute}}}
+		}, "outbox.events.slow.polling.min-fixed-delay: 5m0s is greater than max-fixed-delay 1m0s"},
+		{"polling multiplier below 1", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {Polling: oncebox.PollingSettings{Multiplier: 0.5}}}
+		}, "outbox.events.x.polling.multiplier: must be >= 1, got 0.5"},
+		{"backoff multiplier below 1", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Backoff.Multiplier = 0.9
+		}, "outbox.defaults.backoff.multiplier: must be >= 1, got 0.9"},
+		{"negative batch size", func(c *oncebox.Config) {
+			c.Outbox.Defaults.BatchSize = -1
+		}, "outbox.defaults.batch-size: must be between 1 and 10000, got -1"},
+		{"batch size too large", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {BatchSize: 20000}}
+		}, "outbox.events.x.batch-size: must be between 1 and 10000, got 20000"},
+		{"unknown polling type", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Polling.Type = "cron"
+		}, `outbox.defaults.polling.type: must be "adaptive" or "fixed", got "cron"`},
+		{"negative max retries", func(c *oncebox.Config) {
+			c.Outbox.Defaults.MaxRetries = oncebox.Int(-2)
+		}, "outbox.defaults.max-retries: must be >= 0, got -2"},
+		{"cache ttl above inbox ttl", func(c *oncebox.Config) {
+			c.Inbox.Cache.TTL = 48 * time.Hour
+		}, "inbox.cache.ttl: 48h0m0s is longer than inbox.clean-up.ttl 24h0m0s"},
+		{"cache without name", func(c *oncebox.Config) {
+			c.Inbox.Cache = oncebox.CacheConfig{Enabled: true, TTL: time.Minute}
+		}, "inbox.cache.cache-name: is required when the cache is enabled"},
+		{"negative ttl", func(c *oncebox.Config) {
+			c.Outbox.CleanUp.TTL = -time.Hour
+		}, "outbox.clean-up.ttl: must be > 0, got -1h0m0s"},
+		{"negative processing time", func(c *oncebox.Config) {
+			c.Outbox.MaxBatchProcessingTime = -time.Second
+		}, "outbox.max-batch-processing-time: must be > 0"},
+		{"unknown sender", func(c *oncebox.Config) {
+			c.Outbox.Sender.Type = "nats"
+		}, `outbox.sender.type: must be "kafka", "rabbitmq" or empty, got "nats"`},
+		{"negative thread pool", func(c *oncebox.Config) {
+			c.ThreadPoolSize = -1
+		}, "thread-pool-size: must be >= 0, got -1"},
+		{"schema injection", func(c *oncebox.Config) {
+			c.Tables.Schema = "public; DROP TABLE users"
+		}, `tables.schema: "public; DROP TABLE users" is not a plain identifier`},
+		{"prefix injection", func(c *oncebox.Config) {
+			c.Tables.Prefix = "x\"y"
+		}, `tables.prefix: "x\"y" is not a plain identifier`},
+		{"oversized event type", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{strings.Repeat("e", 256): {}}
+		}, "event type must be 1 to 255 characters"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := oncebox.Config{}.WithDefaults()
+			tc.mutate(&c)
+			err := c.Validate()
+			require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+			require.ErrorContains(t, err, tc.want)
+			var fe *oncebox.FieldError
+			require.True(t, errors.As(err, &fe))
+		})
+	}
+}
+
+func TestConfigValidationReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	c := oncebox.Config{}.WithDefaults()
+	c.Outbox.Defaults.BatchSize = -1
+	c.Inbox.CleanUp.TTL = -time.Second
+	err := c.Validate()
+	require.ErrorContains(t, err, "outbox.defaults.batch-size")
+	require.ErrorContains(t, err, "inbox.clean-up.ttl")
+}
+
+func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"misspelled key": "oncebox:\n  outbox:\n    defaults:\n      batch-sise: 10\n",
+		"unknown section": "oncebox:\n  outbx: {}\n",
+		"misspelled in an event": "oncebox:\n  outbox:\n    events:\n      a: { polling: { min-delay: 1s } }\n",
+	}
+	for name, doc := range cases {
+		_, err := oncebox.LoadConfig(strings.NewReader(doc))
+		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, name)
+		require.ErrorContains(t, err, "not found", name)
+	}
+	_, err := oncebox.LoadConfig(strings.NewReader("outbox: {}\n"))
+	require.ErrorContains(t, err, "field outbox not found")
+	_, err = oncebox.LoadConfig(strings.NewReader("{}\n"))
+	require.ErrorContains(t, err, `top-level "oncebox" key`)
+	_, err = oncebox.LoadConfig(strings.NewReader(""))
+	require.ErrorContains(t, err, "empty")
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    max-batch-processing-time: soon\n"))
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "soon")
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    defaults:\n      batch-size: 0\n      polling: { multiplier: 0.5 }\n"))
+	require.ErrorContains(t, err, "outbox.defaults.polling.multiplier")
+	_, err = oncebox.LoadConfigFile("testdata/missing.yaml")
+	require.ErrorContains(t, err, "missing.yaml")
+}

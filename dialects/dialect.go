@@ -1,0 +1,251 @@
+// Package dialects is the seam between oncebox and a database: each dialect
+// builds the SQL text and arguments of every operation and the migrations of
+// the schema, and does no I/O. The packages that talk to the database
+// (migrate, publisher, poller, middleware, dlq) run what a dialect builds.
+//
+// PostgreSQL is implemented. MySQL/MariaDB and Oracle fill the same interface:
+// the differences between the three are captured by [Features] (placeholder
+// style, RETURNING, the SKIP LOCKED form, the id column type, the
+// insert-or-ignore form, IN-list limits), and operations whose shape differs
+// (the claim is one statement on PostgreSQL and a select-then-update on MySQL)
+// return a list of queries to run in one transaction. docs/dialects.md shows
+// each form for all three.
+package dialects
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// Query is one SQL statement and its arguments.
+type Query struct {
+	SQL  string
+	Args []any
+}
+
+// String returns the SQL text, for logs and errors.
+func (q Query) String() string { return q.SQL }
+
+// Migration is one numbered step of the schema.
+type Migration struct {
+	// Version numbers migrations from 1, in the order they run.
+	Version int
+	// Name is the file name the migration came from, e.g. "0001_init.sql".
+	Name string
+	// Statements run in order, each on its own, inside the migration
+	// transaction.
+	Statements []string
+}
+
+// Dialect builds the SQL of one database. Implementations are safe for
+// concurrent use and immutable once built.
+type Dialect interface {
+	// Name is "postgres", "mysql" or "oracle".
+	Name() string
+	// Features tells how this database spells the constructs that differ.
+	Features() Features
+	// Tables returns the qualified names of the oncebox tables.
+	Tables() Tables
+	// EncodeID converts an event id to the argument the id column takes
+	// (text for PostgreSQL's uuid, 16 bytes for BINARY(16) and RAW(16)).
+	EncodeID(id oncebox.EventID) any
+
+	// Migrations returns the schema's migrations, rendered for Tables().
+	Migrations() ([]Migration, error)
+	// MigrationLock returns the statements that take the lock serialising
+	// concurrent migrations; they run first in the migration transaction.
+	MigrationLock() []Query
+	// MigrationUnlock returns the statements that release that lock; they run
+	// last, before commit (empty when the lock is released by the commit).
+	MigrationUnlock() []Query
+	// MigrationsTableCreate creates, if missing, the table of applied
+	// migration versions.
+	MigrationsTableCreate() Query
+	// MigrationsSelect selects the applied versions, one integer per row.
+	MigrationsSelect() Query
+	// MigrationsInsert records version as applied at the given time.
+	MigrationsInsert(version int, name string, at time.Time) Query
+
+	// EventsInsert inserts rows into the outbox table in one statement. The
+	// caller keeps len(rows) at most MaxRowsPerInsert().
+	EventsInsert(rows []EventRow) Query
+	// MaxRowsPerInsert is the most rows EventsInsert can take in one
+	// statement, bounded by the database's limit on bind parameters.
+	MaxRowsPerInsert() int
+}
+
+// Tables holds the qualified names of the oncebox tables, ready to be
+// written into SQL text. They are built from validated identifiers only.
+type Tables struct {
+	// Events is the outbox table, "outbox_events".
+	Events string
+	// DLQ is the dead letter table, "outbox_dlq_events".
+	DLQ string
+	// Inbox is the table of processed event ids, "inbox_events".
+	Inbox string
+	// Jobs is the table of the clean-up jobs' locks, "outbox_jobs".
+	Jobs string
+	// Migrations is the table of applied migrations, "oncebox_migrations".
+	Migrations string
+	// Prefix is the table prefix alone, for index and constraint names.
+	Prefix string
+}
+
+// NewTables validates cfg and returns the qualified table names.
+func NewTables(cfg oncebox.TablesConfig) (Tables, error) {
+	if err := cfg.Validate(); err != nil {
+		return Tables{}, err
+	}
+	q := func(name string) string {
+		name = cfg.Prefix + name
+		if cfg.Schema != "" {
+			return cfg.Schema + "." + name
+		}
+		return name
+	}
+	return Tables{
+		Events:     q("outbox_events"),
+		DLQ:        q("outbox_dlq_events"),
+		Inbox:      q("inbox_events"),
+		Jobs:       q("outbox_jobs"),
+		Migrations: q("oncebox_migrations"),
+		Prefix:     cfg.Prefix,
+	}, nil
+}
+
+// EventRow is one row to insert into the outbox table. Status is PENDING and
+// next_retry_at is CreatedAt; the dialect writes both.
+type EventRow struct {
+	ID          oncebox.EventID
+	EventType   string
+	Topic       string
+	Key         string // "" stores NULL
+	MessageUUID string
+	Payload     []byte
+	Metadata    string // a JSON object of string values
+	CreatedAt   time.Time
+}
+
+// Features describes the SQL forms of a database.
+type Features struct {
+	// Placeholder is the bind parameter style.
+	Placeholder PlaceholderStyle
+	// Returning reports whether INSERT/UPDATE … RETURNING exists, so that a
+	// claim can flip and read rows in one statement.
+	Returning bool
+	// SkipLocked is how the claim locks rows without waiting on neighbours.
+	SkipLocked SkipLockedForm
+	// IDType is the column type of event ids: "uuid", "BINARY(16)", "RAW(16)".
+	IDType string
+	// InsertIgnore is the insert-or-ignore form of the inbox.
+	InsertIgnore InsertIgnoreForm
+	// MaxInList is the most values one IN (…) list may hold; 0 for no limit
+	// beyond MaxBindParams. Oracle: 1,000.
+	MaxInList int
+	// MaxBindParams is the most bind parameters one statement may carry.
+	MaxBindParams int
+}
+
+// PlaceholderStyle is how bind parameters are written.
+type PlaceholderStyle int
+
+const (
+	// PlaceholderDollar is $1, $2, … (PostgreSQL).
+	PlaceholderDollar PlaceholderStyle = iota + 1
+	// PlaceholderQuestion is ?, ?, … (MySQL).
+	PlaceholderQuestion
+	// PlaceholderColon is :1, :2, … (Oracle).
+	PlaceholderColon
+)
+
+// Format returns the placeholder of the n-th parameter, counting from 1.
+func (s PlaceholderStyle) Format(n int) string {
+	switch s {
+	case PlaceholderDollar:
+		return "$" + strconv.Itoa(n)
+	case PlaceholderColon:
+		return ":" + strconv.Itoa(n)
+	case PlaceholderQuestion:
+		return "?"
+	}
+	panic(fmt.Sprintf("dialects: unknown placeholder style %d", int(s)))
+}
+
+// SkipLockedForm is how a claim takes rows other claimers do not hold.
+type SkipLockedForm int
+
+const (
+	// SkipLockedCTE: one statement, UPDATE … FROM (SELECT … FOR UPDATE SKIP
+	// LOCKED) … RETURNING (PostgreSQL).
+	SkipLockedCTE SkipLockedForm = iota + 1
+	// SkipLockedSelectThenUpdate: SELECT … FOR UPDATE SKIP LOCKED, then UPDATE
+	// … WHERE id IN (…), in one transaction (MySQL 8, MariaDB ≥ 10.6).
+	SkipLockedSelectThenUpdate
+	// SkipLockedRowidCursor: lock through a ROWID subquery with FOR UPDATE
+	// SKIP LOCKED fetched in a cursor, never FETCH FIRST or ROWNUM, which
+	// filter before locking (Oracle).
+	SkipLockedRowidCursor
+)
+
+// InsertIgnoreForm is how a row is inserted unless its key exists.
+type InsertIgnoreForm int
+
+const (
+	// InsertOnConflictDoNothing: INSERT … ON CONFLICT DO NOTHING RETURNING
+	// (PostgreSQL): the returned rows are the new ones.
+	InsertOnConflictDoNothing InsertIgnoreForm = iota + 1
+	// InsertIgnore: INSERT IGNORE (MySQL); new rows are found by affected
+	// counts, or by a read-back for batches.
+	InsertIgnore
+	// InsertMerge: MERGE … WHEN NOT MATCHED THEN INSERT (Oracle).
+	InsertMerge
+)
+
+// placeholders writes rows groups of cols placeholders, "(…),(…)", counting
+// from 1, into b.
+func placeholders(b *strings.Builder, style PlaceholderStyle, rows, cols int) {
+	n := 1
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(")
+		for c := 0; c < cols; c++ {
+			if c > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(style.Format(n))
+			n++
+		}
+		b.WriteString(")")
+	}
+}
+
+// splitStatements splits a migration script into statements at every
+// semicolon that ends a line. Scripts of PostgreSQL and MySQL are written so
+// that no statement has a semicolon at the end of an inner line.
+func splitStatements(script string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.SplitAfter(script, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") && cur.Len() == 0 {
+			continue
+		}
+		cur.WriteString(line)
+		if strings.HasSuffix(trimmed, ";") {
+			if s := strings.TrimSpace(cur.String()); s != ";" {
+				out = append(out, strings.TrimSuffix(s, ";"))
+			}
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,21 @@
+package oncebox
+
+import "errors"
+
+// Sentinel errors shared by the oncebox packages. Wrapped errors name the input
+// at fault; test for these with errors.Is.
+var (
+	// ErrNoTransaction is returned when a publish is attempted on a database
+	// handle that is not an open transaction.
+	ErrNoTransaction = errors.New("oncebox: no transaction: the outbox publisher must be built over the caller's open transaction")
+	// ErrClosed is returned by a component used after Close.
+	ErrClosed = errors.New("oncebox: closed")
+	// ErrUnknownEventType is returned when publishing an event type that is not
+	// configured while event types are configured: no poller would pick it up.
+	ErrUnknownEventType = errors.New("oncebox: unknown event type")
+	// ErrInvalidInput is wrapped by every error about a bad argument (nil
+	// message, empty topic, oversized payload, metadata that cannot be stored).
+	ErrInvalidInput = errors.New("oncebox: invalid input")
+	// ErrInvalidConfig is wrapped by every configuration validation error.
+	ErrInvalidConfig = errors.New("oncebox: invalid configuration")
+)

@@ -1,0 +1,38 @@
+package metadata_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
+)
+
+func FuzzEncodeMatchesEncodingJSON(f *testing.F) {
+	f.Add("key", "value", "k2", "line\nbreak \"quoted\" back\\slash \x01 zürich ✓")
+	f.Add("", "", "a", "\u2028")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		md := map[string]string{k1: v1, k2: v2}
+		if metadata.Validate(md) != nil {
+			return
+		}
+		got := metadata.Encode(md, "oncebox_event_id", "id-1")
+		var back map[string]string
+		require.NoError(t, json.Unmarshal([]byte(got), &back), got)
+		want := map[string]string{k1: v1, k2: v2, "oncebox_event_id": "id-1"}
+		require.Equal(t, want, back)
+	})
+}
+
+func TestEncodeOverridesAndValidate(t *testing.T) {
+	got := metadata.Encode(map[string]string{"oncebox_event_id": "old", "a": "b"}, "oncebox_event_id", "new")
+	var back map[string]string
+	require.NoError(t, json.Unmarshal([]byte(got), &back))
+	require.Equal(t, map[string]string{"a": "b", "oncebox_event_id": "new"}, back)
+	require.Equal(t, "{}", metadata.Encode(nil))
+
+	require.ErrorContains(t, metadata.Validate(map[string]string{"": "v"}), "empty key")
+	require.ErrorContains(t, metadata.Validate(map[string]string{"k": "\xff"}), `metadata "k"`)
+	require.ErrorContains(t, metadata.Validate(map[string]string{"k\x00": "v"}), "metadata key")
+}

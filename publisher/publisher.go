@@ -1,0 +1,254 @@
+// Package publisher writes events to the outbox table inside the caller's
+// transaction.
+//
+// A [Publisher] is a Watermill message.Publisher built over an open
+// transaction, the way watermill-sql's publisher is used with
+// forwarder.NewPublisher: the event rows commit or roll back with the business
+// rows, and the publisher never begins, commits or rolls back anything.
+//
+//	tx, _ := pool.Begin(ctx)
+//	defer tx.Rollback(ctx)
+//	// … write the business rows with tx …
+//	pub, _ := publisher.NewPublisher(sql.TxFromPgx(tx), publisher.Config{Dialect: pg}, logger)
+//	_ = pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), payload))
+//	_ = tx.Commit(ctx)
+package publisher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jonboulle/clockwork"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
+)
+
+// Config configures a Publisher. Build it once and reuse it for every
+// transaction: NewPublisher does no work beyond checking its arguments.
+type Config struct {
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// Oncebox is the oncebox configuration. The publisher reads the event
+	// types (when outbox.events is not empty, an unknown type is refused), the
+	// destination topic of each type (default: the type itself) and
+	// outbox.max-payload-size (default 1 MiB). The zero value accepts any
+	// event type and publishes it to the topic of the same name.
+	Oncebox oncebox.Config
+	// Clock gives the creation time of the rows. Default: the real clock.
+	Clock clockwork.Clock
+	// AllowNonTransactionalDangerously lets the publisher write through a
+	// handle that is not a transaction (a pool, a *sql.DB): each Publish then
+	// commits on its own, and the event is no longer atomic with the business
+	// rows. Default false: such a handle is refused with ErrNoTransaction.
+	AllowNonTransactionalDangerously bool
+}
+
+// Publisher writes messages as outbox rows through the caller's transaction.
+// It implements message.Publisher. It is safe for concurrent use to the
+// extent the transaction it was built over is (a pgx.Tx or *sql.Tx is not:
+// publish from one goroutine at a time).
+type Publisher struct {
+	db      sql.ContextExecutor
+	config  Config
+	maxSize int
+	logger  watermill.LoggerAdapter
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+var _ message.Publisher = (*Publisher)(nil)
+
+// NewPublisher returns a Publisher writing through db, which must be the
+// caller's open transaction: sql.TxFromPgx(tx), sql.TxFromStdSQL(tx) or any
+// sql.ContextExecutor with Commit and Rollback methods. A pool or a *sql.DB is
+// refused with oncebox.ErrNoTransaction unless
+// Config.AllowNonTransactionalDangerously is set.
+func NewPublisher(db sql.ContextExecutor, config Config, logger watermill.LoggerAdapter) (*Publisher, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: publisher: db is nil", oncebox.ErrNoTransaction)
+	}
+	if config.Dialect == nil {
+		return nil, fmt.Errorf("%w: publisher: Config.Dialect is nil", oncebox.ErrInvalidConfig)
+	}
+	if !isTx(db) && !config.AllowNonTransactionalDangerously {
+		return nil, fmt.Errorf("%w (got %T; set Config.AllowNonTransactionalDangerously to write outside one)",
+			oncebox.ErrNoTransaction, db)
+	}
+	if config.Clock == nil {
+		config.Clock = clockwork.NewRealClock()
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	maxSize := config.Oncebox.Outbox.MaxPayloadSize
+	if maxSize <= 0 {
+		maxSize = oncebox.DefaultMaxPayloadSize
+	}
+	return &Publisher{db: db, config: config, maxSize: maxSize, logger: logger}, nil
+}
+
+// isTx tells a transaction from a pool the way watermill-sql does: only a
+// transaction can be committed and rolled back.
+func isTx(db sql.ContextExecutor) bool {
+	_, ok := db.(interface {
+		Commit() error
+		Rollback() error
+	})
+	return ok
+}
+
+// Publish writes msgs as events of type topic, all in one statement (several
+// past dialect.MaxRowsPerInsert rows, still in the caller's transaction). The
+// context of the first message is used for the statement.
+//
+// Each message keeps its UUID, payload and metadata; its ordering key is read
+// from the oncebox_key header (see oncebox.SetKey). Each event gets a new
+// UUIDv7, written into the message's metadata as oncebox_event_id beside
+// oncebox_event_type once the rows are written; headers of those names that a
+// message already carries are replaced, because a republished message is a
+// new event.
+//
+// Bad input (no messages, a nil message, an empty or oversized topic, an
+// unknown event type, a payload over the limit, metadata that cannot be
+// stored) returns an error naming it, and nothing is written.
+func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return oncebox.ErrClosed
+	}
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: publish to %q: no messages", oncebox.ErrInvalidInput, topic)
+	}
+	destination, err := p.destination(topic)
+	if err != nil {
+		return err
+	}
+	now := p.config.Clock.Now().UTC()
+	rows := make([]dialects.EventRow, len(msgs))
+	ids := make([]string, len(msgs))
+	for i, msg := range msgs {
+		if err := p.validateMessage(topic, i, msg); err != nil {
+			return err
+		}
+		id, err := oncebox.NewEventID()
+		if err != nil {
+			return err
+		}
+		if err := metadata.Validate(msg.Metadata); err != nil {
+			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
+		}
+		ids[i] = id.String()
+		rows[i] = dialects.EventRow{
+			ID:          id,
+			EventType:   topic,
+			Topic:       destination,
+			Key:         oncebox.Key(msg),
+			MessageUUID: msg.UUID,
+			Payload:     msg.Payload,
+			Metadata:    metadata.Encode(msg.Metadata, oncebox.HeaderEventID, ids[i], oncebox.HeaderEventType, topic),
+			CreatedAt:   now,
+		}
+	}
+
+	ctx := msgs[0].Context()
+	if err := p.insert(ctx, topic, rows); err != nil {
+		return err
+	}
+	for i, msg := range msgs {
+		if msg.Metadata == nil {
+			msg.Metadata = message.Metadata{}
+		}
+		msg.Metadata.Set(oncebox.HeaderEventID, ids[i])
+		msg.Metadata.Set(oncebox.HeaderEventType, topic)
+	}
+	p.logger.Trace("Events written to the outbox", watermill.LogFields{"event_type": topic, "count": len(msgs)})
+	return nil
+}
+
+func (p *Publisher) insert(ctx context.Context, topic string, rows []dialects.EventRow) error {
+	limit := p.config.Dialect.MaxRowsPerInsert()
+	for start := 0; start < len(rows); start += limit {
+		chunk := rows[start:min(start+limit, len(rows))]
+		q := p.config.Dialect.EventsInsert(chunk)
+		res, err := p.db.ExecContext(ctx, q.SQL, q.Args...)
+		if err != nil {
+			return fmt.Errorf("oncebox: publish %d events of type %q: %w", len(rows), topic, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n != int64(len(chunk)) {
+			return fmt.Errorf("oncebox: publish events of type %q: inserted %d rows, want %d", topic, n, len(chunk))
+		}
+	}
+	return nil
+}
+
+// destination validates the event type and returns its destination topic.
+func (p *Publisher) destination(eventType string) (string, error) {
+	if err := validateName(eventType); err != nil {
+		return "", fmt.Errorf("%w: event type (topic) %q: %v", oncebox.ErrInvalidInput, eventType, err)
+	}
+	ob := p.config.Oncebox.Outbox
+	settings, ok := ob.Events[eventType]
+	if !ok && len(ob.Events) > 0 {
+		return "", fmt.Errorf("%w: %q: configured event types are %v; no poller would pick it up",
+			oncebox.ErrUnknownEventType, eventType, p.config.Oncebox.EventTypes())
+	}
+	for _, t := range []string{settings.Topic, ob.Defaults.Topic} {
+		if t != "" {
+			return t, nil
+		}
+	}
+	return eventType, nil
+}
+
+func validateName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("is empty")
+	case len(s) > oncebox.MaxEventTypeLength:
+		return fmt.Errorf("is %d bytes long, more than %d", len(s), oncebox.MaxEventTypeLength)
+	case !utf8.ValidString(s):
+		return errors.New("is not valid UTF-8")
+	case strings.ContainsRune(s, 0):
+		return errors.New("contains a NUL character")
+	}
+	return nil
+}
+
+func (p *Publisher) validateMessage(topic string, i int, msg *message.Message) error {
+	if msg == nil {
+		return fmt.Errorf("%w: publish to %q: message %d is nil", oncebox.ErrInvalidInput, topic, i)
+	}
+	if len(msg.Payload) > p.maxSize {
+		return fmt.Errorf("%w: publish to %q: message %d (uuid %q): payload is %d bytes, more than outbox.max-payload-size %d",
+			oncebox.ErrInvalidInput, topic, i, msg.UUID, len(msg.Payload), p.maxSize)
+	}
+	if err := validateName(msg.UUID); err != nil {
+		return fmt.Errorf("%w: publish to %q: message %d: uuid %q %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
+	}
+	if k := oncebox.Key(msg); k != "" {
+		if err := validateName(k); err != nil {
+			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): ordering key %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
+		}
+	}
+	return nil
+}
+
+// Close makes later Publish calls fail with oncebox.ErrClosed. It does not
+// touch the transaction, which belongs to the caller.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return nil
+}

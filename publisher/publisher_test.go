@@ -1,0 +1,440 @@
+package publisher_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type testBundle struct {
+	schema *pgtest.Schema
+	trace  *pgtest.StatementCounter
+	config publisher.Config
+	clock  *clockwork.FakeClock
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	trace := &pgtest.StatementCounter{}
+	s := pgtest.NewSchema(t, pgtest.WithTracer(trace))
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	return &testBundle{
+		schema: s,
+		trace:  trace,
+		clock:  clock,
+		config: publisher.Config{Dialect: s.Dialect, Clock: clock},
+	}
+}
+
+// inTx runs fn in a pgx transaction and commits it when commit is true.
+func (b *testBundle) inTx(t *testing.T, commit bool, fn func(tx pgx.Tx) error) error {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := b.schema.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if commit {
+		return tx.Commit(ctx)
+	}
+	return tx.Rollback(ctx)
+}
+
+func (b *testBundle) events(t *testing.T) int {
+	return b.schema.Count(t, b.schema.Dialect.Tables().Events, "")
+}
+
+type storedEvent struct {
+	ID          string
+	EventType   string
+	Topic       string
+	Key         *string
+	MessageUUID string
+	Payload     []byte
+	Metadata    map[string]string
+	Status      string
+	RetryCount  int
+	NextRetryAt time.Time
+	CreatedAt   time.Time
+}
+
+func (b *testBundle) stored(t *testing.T) []storedEvent {
+	t.Helper()
+	rows, err := b.schema.Pool.Query(context.Background(),
+		`SELECT id::text, event_type, topic, partition_key, message_uuid, payload, metadata, status,
+		        retry_count, next_retry_at, created_at
+		   FROM `+b.schema.Dialect.Tables().Events+` ORDER BY id`)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []storedEvent
+	for rows.Next() {
+		var e storedEvent
+		var meta []byte
+		require.NoError(t, rows.Scan(&e.ID, &e.EventType, &e.Topic, &e.Key, &e.MessageUUID, &e.Payload, &meta,
+			&e.Status, &e.RetryCount, &e.NextRetryAt, &e.CreatedAt))
+		require.NoError(t, json.Unmarshal(meta, &e.Metadata))
+		out = append(out, e)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestPublishCommitMakesRowsVisible(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	msg := message.NewMessage("msg-1", []byte(`{"order":1}`))
+	msg.Metadata.Set("tenant", "acme")
+	msg.Metadata.Set("unicode", "zürich ✓")
+	oncebox.SetKey(msg, "order-1")
+
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, watermill.NopLogger{})
+		require.NoError(t, err)
+		return pub.Publish("order-created", msg)
+	})
+	require.NoError(t, err)
+
+	got := b.stored(t)
+	require.Len(t, got, 1)
+	e := got[0]
+	require.Equal(t, msg.Metadata.Get(oncebox.HeaderEventID), e.ID, "the message carries the id that was stored")
+	require.Equal(t, "order-created", e.EventType)
+	require.Equal(t, "order-created", e.Topic, "without configuration the topic is the event type")
+	require.NotNil(t, e.Key)
+	require.Equal(t, "order-1", *e.Key)
+	require.Equal(t, "msg-1", e.MessageUUID)
+	require.Equal(t, []byte(`{"order":1}`), e.Payload)
+	require.Equal(t, "PENDING", e.Status)
+	require.Equal(t, 0, e.RetryCount)
+	require.True(t, e.CreatedAt.Equal(b.clock.Now()), "created_at comes from the injected clock")
+	require.True(t, e.NextRetryAt.Equal(e.CreatedAt), "next_retry_at starts at created_at")
+	require.Equal(t, map[string]string{
+		"tenant":                "acme",
+		"unicode":               "zürich ✓",
+		oncebox.HeaderKey:       "order-1",
+		oncebox.HeaderEventID:   e.ID,
+		oncebox.HeaderEventType: "order-created",
+	}, e.Metadata)
+}
+
+func TestPublishRollbackLeavesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	err := b.inTx(t, false, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("order-created", message.NewMessage("a", []byte("x")), message.NewMessage("b", []byte("y"))))
+		// The rows are visible inside the transaction…
+		var n int
+		require.NoError(t, tx.QueryRow(context.Background(), "SELECT count(*) FROM "+b.schema.Dialect.Tables().Events).Scan(&n))
+		require.Equal(t, 2, n)
+		return nil
+	})
+	require.NoError(t, err)
+	// …and gone with the rollback.
+	require.Equal(t, 0, b.events(t))
+}
+
+func TestPublishStdSQLTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	db := b.schema.StdDB(t)
+	ctx := context.Background()
+
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	pub, err := publisher.NewPublisher(wsql.TxFromStdSQL(tx), b.config, nil)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish("order-created", message.NewMessage("a", []byte("x"))))
+	require.NoError(t, tx.Commit())
+
+	tx, err = db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	pub, err = publisher.NewPublisher(wsql.TxFromStdSQL(tx), b.config, nil)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish("order-created", message.NewMessage("b", []byte("y"))))
+	require.NoError(t, tx.Rollback())
+
+	got := b.stored(t)
+	require.Len(t, got, 1)
+	require.Equal(t, "a", got[0].MessageUUID)
+}
+
+func TestPublishBatchIsOneStatementWithIncreasingV7IDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	msgs := make([]*message.Message, 1000)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(watermill.NewUUID(), []byte{byte(i), byte(i >> 8)})
+	}
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		b.trace.Reset()
+		if err := pub.Publish("order-created", msgs...); err != nil {
+			return err
+		}
+		stmts := b.trace.Statements()
+		require.Len(t, stmts, 1, "1,000 events are written by one statement")
+		require.True(t, strings.HasPrefix(stmts[0], "INSERT INTO "), stmts[0][:40])
+		return nil
+	})
+	require.NoError(t, err)
+
+	got := b.stored(t)
+	require.Len(t, got, 1000)
+	var prev oncebox.EventID
+	for i, m := range msgs {
+		id, err := oncebox.EventIDOf(m)
+		require.NoError(t, err)
+		require.Equal(t, 7, id.Version(), "event %d", i)
+		require.Equal(t, 2, int(id[8]>>6), "RFC 9562 variant, event %d", i)
+		require.Positive(t, strings.Compare(id.String(), prev.String()), "ids increase: event %d", i)
+		prev = id
+		// Rows are ordered by id: the i-th row is the i-th message.
+		require.Equal(t, m.UUID, got[i].MessageUUID)
+		require.Equal(t, m.Payload, message.Payload(got[i].Payload))
+		require.Equal(t, id.String(), got[i].ID)
+	}
+}
+
+func TestPublishSplitsPastTheParameterLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	n := b.schema.Dialect.MaxRowsPerInsert() + 5
+	msgs := make([]*message.Message, n)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(watermill.NewUUID(), nil)
+	}
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		b.trace.Reset()
+		err = pub.Publish("bulk", msgs...)
+		require.Len(t, b.trace.Statements(), 2)
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, n, b.events(t))
+}
+
+func TestPublishConfiguredTypesAndTopics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.config.Oncebox = oncebox.Config{Outbox: oncebox.OutboxConfig{
+		Defaults: oncebox.EventSettings{Topic: "events"},
+		Events: map[string]oncebox.EventSettings{
+			"create-order":  {Topic: "orders"},
+			"high-priority": {},
+		},
+	}}
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("create-order", message.NewMessage("a", nil)))
+		require.NoError(t, pub.Publish("high-priority", message.NewMessage("b", nil)))
+
+		err = pub.Publish("create-ordr", message.NewMessage("c", nil))
+		require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
+		require.ErrorContains(t, err, `"create-ordr"`)
+		return nil
+	})
+	require.NoError(t, err)
+	topics := map[string]string{}
+	for _, e := range b.stored(t) {
+		topics[e.EventType] = e.Topic
+	}
+	require.Equal(t, map[string]string{"create-order": "orders", "high-priority": "events"}, topics)
+}
+
+func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.config.Oncebox.Outbox.MaxPayloadSize = 16
+
+	withMeta := func(k, v string) *message.Message {
+		m := message.NewMessage("m", nil)
+		m.Metadata.Set(k, v)
+		return m
+	}
+	good := func() *message.Message { return message.NewMessage("good", []byte("ok")) }
+	cases := []struct {
+		name  string
+		topic string
+		msgs  []*message.Message
+		want  string
+	}{
+		{"no messages", "t", nil, "no messages"},
+		{"nil message", "t", []*message.Message{good(), nil}, "message 1 is nil"},
+		{"empty topic", "", []*message.Message{good()}, "event type (topic) \"\": is empty"},
+		{"oversized topic", strings.Repeat("x", 256), []*message.Message{good()}, "256 bytes long, more than 255"},
+		{"topic with NUL", "a\x00b", []*message.Message{good()}, "NUL"},
+		{"invalid UTF-8 topic", "a\xffb", []*message.Message{good()}, "not valid UTF-8"},
+		{"payload over the limit", "t", []*message.Message{good(), message.NewMessage("big", make([]byte, 17))},
+			"message 1 (uuid \"big\"): payload is 17 bytes, more than outbox.max-payload-size 16"},
+		{"empty message uuid", "t", []*message.Message{message.NewMessage("", nil)}, "uuid \"\" is empty"},
+		{"metadata value with NUL", "t", []*message.Message{withMeta("k", "a\x00")}, `metadata "k" has a value that is not valid UTF-8`},
+		{"metadata key invalid UTF-8", "t", []*message.Message{withMeta("\xff", "v")}, "metadata key \"\\xff\""},
+		{"empty metadata key", "t", []*message.Message{withMeta("", "v")}, "metadata has an empty key"},
+		{"oversized key", "t", []*message.Message{withMeta(oncebox.HeaderKey, strings.Repeat("k", 300))}, "ordering key is 300 bytes long"},
+	}
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		for _, c := range cases {
+			b.trace.Reset()
+			err := pub.Publish(c.topic, c.msgs...)
+			require.ErrorIs(t, err, oncebox.ErrInvalidInput, c.name)
+			require.ErrorContains(t, err, c.want, c.name)
+			require.Empty(t, b.trace.Statements(), "%s: nothing is sent to the database", c.name)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 0, b.events(t))
+}
+
+func TestNewPublisherRefusesWhatIsNotATransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	_, err := publisher.NewPublisher(nil, b.config, nil)
+	require.ErrorIs(t, err, oncebox.ErrNoTransaction)
+
+	_, err = publisher.NewPublisher(wsql.BeginnerFromPgx(b.schema.Pool), b.config, nil)
+	require.ErrorIs(t, err, oncebox.ErrNoTransaction)
+	require.ErrorContains(t, err, "AllowNonTransactionalDangerously")
+
+	_, err = publisher.NewPublisher(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), b.config, nil)
+	require.ErrorIs(t, err, oncebox.ErrNoTransaction)
+
+	_, err = publisher.NewPublisher(wsql.BeginnerFromPgx(b.schema.Pool), publisher.Config{}, nil)
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig, "a missing dialect is named")
+
+	// The explicit opt-in writes and commits on its own.
+	cfg := b.config
+	cfg.AllowNonTransactionalDangerously = true
+	pub, err := publisher.NewPublisher(wsql.BeginnerFromPgx(b.schema.Pool), cfg, nil)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish("t", message.NewMessage("a", nil)))
+	require.Equal(t, 1, b.events(t))
+}
+
+func TestPublishAfterClose(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Close())
+		return pub.Publish("t", message.NewMessage("a", nil))
+	})
+	require.ErrorIs(t, err, oncebox.ErrClosed)
+	require.Equal(t, 0, b.events(t))
+}
+
+func TestPublishDatabaseErrorIsReturned(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		msg := message.NewMessage("a", nil)
+		msg.SetContext(ctx)
+		cancel()
+		err = pub.Publish("t", msg)
+		require.Error(t, err)
+		require.ErrorContains(t, err, `publish 1 events of type "t"`)
+		require.Empty(t, msg.Metadata.Get(oncebox.HeaderEventID), "no id is handed out for an event that was not written")
+		return err
+	})
+	require.Error(t, err)
+	require.Equal(t, 0, b.events(t))
+}
+
+func TestPublishJSONAndEmit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	type order struct {
+		ID    string `json:"id"`
+		Total int    `json:"total"`
+	}
+	createOrder := func(ctx context.Context, tx wsql.ContextExecutor, in order) (order, error) {
+		if in.Total < 0 {
+			return order{}, errors.New("negative total")
+		}
+		_, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+b.schema.Name+".orders (id text primary key)")
+		if err != nil {
+			return order{}, err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+b.schema.Name+".orders (id) VALUES ($1)", in.ID)
+		return in, err
+	}
+	emit := publisher.Emit(b.config, "order-created", createOrder, publisher.EmitOptions[order, order]{
+		Key: func(in, _ order) string { return in.ID },
+	})
+	emitInput := publisher.Emit(b.config, "order-requested", createOrder, publisher.EmitOptions[order, order]{
+		Payload: func(in, _ order) any { return map[string]int{"requested": in.Total} },
+	})
+
+	ctx := context.Background()
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		if _, err := emit(ctx, wsql.TxFromPgx(tx), order{ID: "o-1", Total: 5}); err != nil {
+			return err
+		}
+		if _, err := emitInput(ctx, wsql.TxFromPgx(tx), order{ID: "o-2", Total: 7}); err != nil {
+			return err
+		}
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		msg, err := publisher.PublishJSON(ctx, pub, "order-noted", order{ID: "o-3"}, publisher.WithMetadata("source", "test"))
+		require.NoError(t, err)
+		require.NotEmpty(t, msg.Metadata.Get(oncebox.HeaderEventID))
+		_, err = publisher.PublishJSON(ctx, pub, "bad", make(chan int))
+		require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+		return nil
+	})
+	require.NoError(t, err)
+
+	// A failing function publishes nothing.
+	err = b.inTx(t, true, func(tx pgx.Tx) error {
+		_, err := emit(ctx, wsql.TxFromPgx(tx), order{ID: "o-4", Total: -1})
+		require.EqualError(t, err, "negative total")
+		return nil
+	})
+	require.NoError(t, err)
+
+	got := b.stored(t)
+	require.Len(t, got, 3)
+	require.Equal(t, "order-created", got[0].EventType)
+	require.JSONEq(t, `{"id":"o-1","total":5}`, string(got[0].Payload))
+	require.Equal(t, "o-1", *got[0].Key)
+	require.Equal(t, "order-requested", got[1].EventType)
+	require.JSONEq(t, `{"requested":7}`, string(got[1].Payload))
+	require.Equal(t, "order-noted", got[2].EventType)
+	require.Equal(t, "test", got[2].Metadata["source"])
+	require.Equal(t, "application/json", got[2].Metadata["content_type"])
+}
