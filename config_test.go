@@ -207,8 +207,8 @@ func TestConfigValidationReportsEveryProblem(t *testing.T) {
 func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{
-		"misspelled key": "oncebox:\n  outbox:\n    defaults:\n      batch-sise: 10\n",
-		"unknown section": "oncebox:\n  outbx: {}\n",
+		"misspelled key":         "oncebox:\n  outbox:\n    defaults:\n      batch-sise: 10\n",
+		"unknown section":        "oncebox:\n  outbx: {}\n",
 		"misspelled in an event": "oncebox:\n  outbox:\n    events:\n      a: { polling: { min-delay: 1s } }\n",
 	}
 	for name, doc := range cases {

@@ -19,3 +19,11 @@ var (
 	// ErrInvalidConfig is wrapped by every configuration validation error.
 	ErrInvalidConfig = errors.New("oncebox: invalid configuration")
 )
+
+// ErrBrokerUnavailable marks a publish error as "the broker cannot be
+// reached", as opposed to "this message was rejected". The relay does not
+// count an attempt for it: the batch is released and the whole event type
+// backs off, so an outage does not burn every event's retries. Broker
+// publishers wrap their connection errors with it; poller.Config.IsUnavailable
+// classifies the errors of other publishers.
+var ErrBrokerUnavailable = errors.New("oncebox: broker unavailable")

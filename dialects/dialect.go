@@ -76,6 +76,34 @@ type Dialect interface {
 	// MaxRowsPerInsert is the most rows EventsInsert can take in one
 	// statement, bounded by the database's limit on bind parameters.
 	MaxRowsPerInsert() int
+
+	// EventsClaim locks up to p.Limit due PENDING rows of p.EventType, flips
+	// them to IN_PROCESS with p.Token and returns them (columns in the order
+	// of ClaimedEvent.ScanTargets). Dialects whose Features.SkipLocked is not
+	// SkipLockedCTE add their own multi-statement form with their issue.
+	EventsClaim(p ClaimParams) Query
+	// EventsMarkProcessed marks ids PROCESSED where the claim token matches.
+	EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
+	// EventsMarkFailed writes each row's new state after a failed send where
+	// the claim token matches.
+	EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query
+	// EventsRelease returns ids to PENDING, where the token matches, without
+	// counting an attempt.
+	EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
+	// EventsRecover returns up to limit rows IN_PROCESS since before cutoff
+	// to PENDING without counting an attempt.
+	EventsRecover(cutoff, now time.Time, limit int) Query
+	// EventsMoveToDLQ moves up to limit FAILED rows to the DLQ table
+	// atomically.
+	EventsMoveToDLQ(now time.Time, limit int) Query
+	// EventsDeleteProcessed deletes up to limit PROCESSED rows updated
+	// before cutoff.
+	EventsDeleteProcessed(cutoff time.Time, limit int) Query
+	// LeaseAcquire takes the job lease l unless a live lease is held; one
+	// affected row means taken.
+	LeaseAcquire(l Lease) Query
+	// LeaseRelease ends the lease l.Owner took at l.LockedAt at l.Until.
+	LeaseRelease(l Lease) Query
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be

@@ -18,6 +18,7 @@ CREATE TABLE {{.Events}} (
     updated_at    timestamptz  NOT NULL,
     claim_token   uuid,                                -- new at every claim: a finalize must match it
     claimed_at    timestamptz,                         -- when the current claim was taken
+    first_failed_at timestamptz,                       -- the first failed attempt, carried to the DLQ
     last_error    text
 );
 

@@ -1,0 +1,165 @@
+package dialects
+
+import (
+	"time"
+
+	"github.com/oncebox/watermill-oncebox"
+)
+
+// claimReturning is the column list every claim returns, in the order of
+// ClaimedEvent.ScanTargets.
+// EventsClaim implements Dialect: one statement that locks up to Limit due
+// PENDING rows of the type, skipping rows other claimers hold, and flips them
+// to IN_PROCESS with a new claim token. Run outside a transaction, it commits
+// before anything is sent.
+//
+// Locks: FOR UPDATE SKIP LOCKED takes row locks on the selected rows only and
+// never waits, so concurrent claimers each get a disjoint batch. Index: the
+// partial index (event_type, next_retry_at) WHERE status = 'PENDING' gives
+// the rows in order without a sort.
+func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
+	return Query{
+		SQL: `WITH due AS (
+    SELECT id FROM ` + d.tables.Events + `
+     WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2
+     ORDER BY next_retry_at
+     LIMIT $3
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE ` + d.tables.Events + ` e
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, updated_at = $2
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.` + claimReturningQualified,
+		Args: []any{p.EventType, p.Now, p.Limit, d.EncodeID(p.Token)},
+	}
+}
+
+// claimReturningQualified is the RETURNING list of the claim after "e.", in
+// the order of ClaimedEvent.ScanTargets.
+const claimReturningQualified = "id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at"
+
+// EventsMarkProcessed implements Dialect. The claim token guards the update:
+// a row recovered and claimed again by another instance has a new token, so a
+// late finalize of the old claim changes nothing.
+func (d *PostgreSQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = $1
+ WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'`,
+		Args: []any{now, d.idArray(ids), d.EncodeID(token)},
+	}
+}
+
+// EventsMarkFailed implements Dialect: each row gets its own retry count,
+// next retry time and status from arrays unnested in one statement, under the
+// same claim-token guard as EventsMarkProcessed.
+func (d *PostgreSQL) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	ids := make([]string, len(rows))
+	statuses := make([]string, len(rows))
+	counts := make([]int32, len(rows))
+	next := make([]time.Time, len(rows))
+	errs := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i], statuses[i], counts[i], next[i], errs[i] = r.ID.String(), string(r.Status), int32(r.RetryCount), r.NextRetryAt, r.Error
+	}
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` e
+   SET status = u.status, retry_count = u.retry_count, next_retry_at = u.next_retry_at,
+       last_error = u.last_error, first_failed_at = COALESCE(e.first_failed_at, $1),
+       claim_token = NULL, claimed_at = NULL, updated_at = $1
+  FROM unnest($2::uuid[], $3::text[], $4::int[], $5::timestamptz[], $6::text[])
+       AS u(id, status, retry_count, next_retry_at, last_error)
+ WHERE e.id = u.id AND e.claim_token = $7 AND e.status = 'IN_PROCESS'`,
+		Args: []any{now, ids, statuses, counts, next, errs, d.EncodeID(token)},
+	}
+}
+
+// EventsRelease implements Dialect: rows of a claim go back to PENDING as
+// they were, without counting an attempt (broker unreachable, shutdown).
+func (d *PostgreSQL) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = $1
+ WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'`,
+		Args: []any{now, d.idArray(ids), d.EncodeID(token)},
+	}
+}
+
+// EventsRecover implements Dialect: up to limit rows IN_PROCESS since before
+// cutoff go back to PENDING without counting an attempt, and lose their claim
+// token so that the stuck claimer's late finalize matches nothing.
+//
+// Locks: SKIP LOCKED passes over rows a finalizing claimer is updating right
+// now; they are no longer stuck. Index: the partial index (claimed_at) WHERE
+// status = 'IN_PROCESS'.
+func (d *PostgreSQL) EventsRecover(cutoff, now time.Time, limit int) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = $1
+ WHERE id IN (SELECT id FROM ` + d.tables.Events + `
+               WHERE status = 'IN_PROCESS' AND claimed_at < $2
+               LIMIT $3 FOR UPDATE SKIP LOCKED)`,
+		Args: []any{now, cutoff, limit},
+	}
+}
+
+// EventsMoveToDLQ implements Dialect: up to limit FAILED rows are locked,
+// copied into the DLQ table (status MOVED, source publisher, the DLQ row's id
+// is the event id) and deleted, all in one statement and so in one
+// transaction: a crash leaves each row either in the outbox or in the DLQ.
+func (d *PostgreSQL) EventsMoveToDLQ(now time.Time, limit int) Query {
+	return Query{
+		SQL: `WITH moved AS (
+    DELETE FROM ` + d.tables.Events + `
+     WHERE id IN (SELECT id FROM ` + d.tables.Events + `
+                   WHERE status = 'FAILED' ORDER BY updated_at
+                   LIMIT $2 FOR UPDATE SKIP LOCKED)
+    RETURNING *
+)
+INSERT INTO ` + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, payload, metadata,
+       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, $1, $1
+  FROM moved`,
+		Args: []any{now, limit},
+	}
+}
+
+// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
+// updated before cutoff. Index: the partial index (updated_at) WHERE status =
+// 'PROCESSED'.
+func (d *PostgreSQL) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
+	return Query{
+		SQL: "DELETE FROM " + d.tables.Events + ` WHERE id IN (SELECT id FROM ` + d.tables.Events + `
+ WHERE status = 'PROCESSED' AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+		Args: []any{cutoff, limit},
+	}
+}
+
+// LeaseAcquire implements Dialect: take the lease when nobody holds it or
+// when the holder's lease has run out; one row affected means taken.
+func (d *PostgreSQL) LeaseAcquire(l Lease) Query {
+	return Query{
+		SQL: "INSERT INTO " + d.tables.Jobs + ` AS j (name, locked_by, locked_at, lock_until) VALUES ($1, $2, $3, $4)
+ON CONFLICT (name) DO UPDATE SET locked_by = EXCLUDED.locked_by, locked_at = EXCLUDED.locked_at,
+       lock_until = EXCLUDED.lock_until
+ WHERE j.lock_until <= EXCLUDED.locked_at`,
+		Args: []any{l.Name, l.Owner, l.LockedAt, l.Until},
+	}
+}
+
+// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
+// l.LockedAt to end at l.Until (the at-least time, or now).
+func (d *PostgreSQL) LeaseRelease(l Lease) Query {
+	return Query{
+		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = $1 WHERE name = $2 AND locked_by = $3 AND locked_at = $4",
+		Args: []any{l.Until, l.Name, l.Owner, l.LockedAt},
+	}
+}
+
+func (d *PostgreSQL) idArray(ids []oncebox.EventID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}

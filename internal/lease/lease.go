@@ -1,0 +1,62 @@
+// Package lease is the distributed lock of the clean-up jobs: a lease in the
+// jobs table with an owner, taken for at most one duration and, once
+// released, kept for at least another, so that one instance at a time runs a
+// job and no instance reruns it right after another finished.
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// Locker takes and releases leases for one owner.
+type Locker struct {
+	db    wsql.ContextExecutor
+	d     dialects.Dialect
+	owner string
+	clock clockwork.Clock
+}
+
+// NewLocker returns a Locker acting as owner.
+func NewLocker(db wsql.ContextExecutor, d dialects.Dialect, owner string, clock clockwork.Clock) *Locker {
+	return &Locker{db: db, d: d, owner: owner, clock: clock}
+}
+
+// TryAcquire takes the lease of job name for at most atMost, unless another
+// owner holds a live lease. It never waits.
+func (l *Locker) TryAcquire(ctx context.Context, name string, atMost time.Duration) (dialects.Lease, bool, error) {
+	now := l.clock.Now().UTC()
+	le := dialects.Lease{Name: name, Owner: l.owner, LockedAt: now, Until: now.Add(atMost)}
+	q := l.d.LeaseAcquire(le)
+	res, err := l.db.ExecContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return le, false, fmt.Errorf("oncebox: acquire lease %q: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return le, false, fmt.Errorf("oncebox: acquire lease %q: %w", name, err)
+	}
+	return le, n == 1, nil
+}
+
+// Release ends le at the later of now and its start plus atLeast.
+func (l *Locker) Release(ctx context.Context, le dialects.Lease, atLeast time.Duration) error {
+	le.Until = l.clock.Now().UTC()
+	if min := le.LockedAt.Add(atLeast); le.Until.Before(min) {
+		le.Until = min
+	}
+	q := l.d.LeaseRelease(le)
+	if _, err := l.db.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+		return fmt.Errorf("oncebox: release lease %q: %w", le.Name, err)
+	}
+	return nil
+}
+
+// Held is a lease as TryAcquire returns it.
+type Held = dialects.Lease

@@ -1,0 +1,192 @@
+package poller
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// Config configures a Poller.
+type Config struct {
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// Oncebox is the oncebox configuration: the event types and their
+	// settings (outbox.events inheriting outbox.defaults), the DLQ, the
+	// clean-up and max-batch-processing-time.
+	Oncebox oncebox.Config
+	// EventTypes lists the types to poll when Oncebox.Outbox.Events is empty;
+	// they take the defaults block. Ignored otherwise. One of the two must
+	// name at least one type.
+	EventTypes []string
+	// InstanceID names this instance in the leases of the jobs table.
+	// Default: hostname-pid-random.
+	InstanceID string
+	// Clock drives every delay and timestamp. Default: the real clock.
+	Clock clockwork.Clock
+	// CloseTimeout bounds how long Close waits for batches in flight before
+	// cancelling their sends and releasing their rows. Default 30s.
+	CloseTimeout time.Duration
+	// FinalizeTimeout bounds each statement that records the outcome of a
+	// batch, which runs even while closing. Default 10s.
+	FinalizeTimeout time.Duration
+	// MaxConcurrentQueries bounds the goroutines that use a database
+	// connection at once. Default: Oncebox.ThreadPoolSize, or the brief's
+	// 2 + n (5 + n with DLQ) for n event types.
+	MaxConcurrentQueries int
+	// IsUnavailable tells whether a publish error means the broker cannot be
+	// reached: the batch is then released without counting an attempt and
+	// the type backs off. Default: errors.Is(err, oncebox.ErrBrokerUnavailable).
+	IsUnavailable func(error) bool
+	// Hooks receives the poller's events. Default: NopHooks.
+	Hooks Hooks
+	// Recovery paces the stuck recovery. Default: min
+	// max-batch-processing-time/5, max max-batch-processing-time, ×2: a
+	// stuck row is sent again at most two max-batch-processing-times after
+	// its claim.
+	Recovery Schedule
+	// DLQTransfer paces the DLQ transfer, which a poll that marks a row
+	// FAILED also wakes at once. Default: min 10s, max 1h, ×2.
+	DLQTransfer Schedule
+	// CleanUp paces the outbox clean-up. Default: min 5m, max 1h, ×2.
+	CleanUp Schedule
+	// CleanUpLease is the longest the clean-up lease is held (at-most);
+	// after a crash another instance may take it then. Default 10m. The lease
+	// is kept at least CleanUp.Min after a run (at-least).
+	CleanUpLease time.Duration
+	// JobBatchSize is the most rows a recovery or DLQ transfer statement
+	// touches. Default 1000.
+	JobBatchSize int
+}
+
+// Schedule is the adaptive pace of a background job: after a run that found
+// work it waits Min, otherwise its delay grows by Multiplier up to Max.
+type Schedule struct {
+	Min        time.Duration
+	Max        time.Duration
+	Multiplier float64
+}
+
+func (s Schedule) withDefaults(def Schedule) Schedule {
+	if s.Min == 0 {
+		s.Min = def.Min
+	}
+	if s.Max == 0 {
+		s.Max = def.Max
+	}
+	if s.Multiplier == 0 {
+		s.Multiplier = def.Multiplier
+	}
+	return s
+}
+
+func (s Schedule) validate(field string) error {
+	if s.Min <= 0 || s.Max < s.Min || s.Multiplier < 1 {
+		return fmt.Errorf("%w: poller: %s: want 0 < Min <= Max and Multiplier >= 1, got %+v", oncebox.ErrInvalidConfig, field, s)
+	}
+	return nil
+}
+
+func (s Schedule) strategy() *strategy {
+	return newStrategy(oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
+		MinFixedDelay: s.Min, MaxFixedDelay: s.Max, Multiplier: s.Multiplier})
+}
+
+// withDefaults fills the defaults and resolves the event types.
+func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
+	if c.Dialect == nil {
+		return c, nil, fmt.Errorf("%w: poller: Config.Dialect is nil", oncebox.ErrInvalidConfig)
+	}
+	c.Oncebox = c.Oncebox.WithDefaults()
+	if err := c.Oncebox.Validate(); err != nil {
+		return c, nil, err
+	}
+	types := c.Oncebox.EventTypes()
+	if len(types) == 0 {
+		types = c.EventTypes
+	}
+	if len(types) == 0 {
+		return c, nil, fmt.Errorf("%w: poller: no event types: set Oncebox.Outbox.Events or Config.EventTypes", oncebox.ErrInvalidConfig)
+	}
+	events := make([]oncebox.EventConfig, 0, len(types))
+	seen := map[string]bool{}
+	for _, t := range types {
+		if t == "" || len(t) > oncebox.MaxEventTypeLength {
+			return c, nil, fmt.Errorf("%w: poller: event type %q must be 1 to %d characters", oncebox.ErrInvalidConfig, t, oncebox.MaxEventTypeLength)
+		}
+		if seen[t] {
+			return c, nil, fmt.Errorf("%w: poller: event type %q listed twice", oncebox.ErrInvalidConfig, t)
+		}
+		seen[t] = true
+		ec, err := c.Oncebox.Event(t)
+		if err != nil {
+			return c, nil, err
+		}
+		events = append(events, ec)
+	}
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		id, err := oncebox.NewEventID()
+		if err != nil {
+			return c, nil, err
+		}
+		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.CloseTimeout == 0 {
+		c.CloseTimeout = 30 * time.Second
+	}
+	if c.FinalizeTimeout == 0 {
+		c.FinalizeTimeout = 10 * time.Second
+	}
+	if c.MaxConcurrentQueries == 0 {
+		c.MaxConcurrentQueries = c.Oncebox.ThreadPoolSize
+	}
+	if c.MaxConcurrentQueries == 0 {
+		c.MaxConcurrentQueries = 2 + len(events)
+		if c.Oncebox.Outbox.DLQ.Enabled {
+			c.MaxConcurrentQueries = 5 + len(events)
+		}
+	}
+	if c.IsUnavailable == nil {
+		c.IsUnavailable = func(err error) bool { return errors.Is(err, oncebox.ErrBrokerUnavailable) }
+	}
+	if c.Hooks == nil {
+		c.Hooks = NopHooks{}
+	}
+	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
+	c.Recovery = c.Recovery.withDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
+	c.DLQTransfer = c.DLQTransfer.withDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
+	c.CleanUp = c.CleanUp.withDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	if c.CleanUpLease == 0 {
+		c.CleanUpLease = 10 * time.Minute
+	}
+	if c.JobBatchSize == 0 {
+		c.JobBatchSize = 1000
+	}
+	var errs []error
+	if c.CloseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: poller: CloseTimeout must be > 0, got %s", oncebox.ErrInvalidConfig, c.CloseTimeout))
+	}
+	if c.FinalizeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: poller: FinalizeTimeout must be > 0, got %s", oncebox.ErrInvalidConfig, c.FinalizeTimeout))
+	}
+	if c.MaxConcurrentQueries < 0 {
+		errs = append(errs, fmt.Errorf("%w: poller: MaxConcurrentQueries must be > 0, got %d", oncebox.ErrInvalidConfig, c.MaxConcurrentQueries))
+	}
+	if c.JobBatchSize < 0 || c.JobBatchSize > oncebox.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("%w: poller: JobBatchSize must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, oncebox.MaxBatchSize, c.JobBatchSize))
+	}
+	if c.CleanUpLease < 0 {
+		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))
+	}
+	errs = append(errs, c.Recovery.validate("Recovery"), c.DLQTransfer.validate("DLQTransfer"), c.CleanUp.validate("CleanUp"))
+	return c, events, errors.Join(errs...)
+}

@@ -1,0 +1,34 @@
+// Package poller is the relay: it moves committed outbox rows to a broker,
+// replacing Watermill's components/forwarder.
+//
+// A [Poller] runs one poll loop per event type and three background jobs:
+//
+//   - the poll loop of a type claims a batch of due PENDING rows in one
+//     statement (FOR UPDATE SKIP LOCKED, so instances never queue behind each
+//     other), commits the claim, sends the batch to the publisher, and marks
+//     PROCESSED only what was confirmed; a failed message is retried after
+//     delay × multiplier^n and becomes FAILED when its retries run out;
+//   - stuck recovery returns rows left IN_PROCESS longer than
+//     max-batch-processing-time to PENDING without counting an attempt;
+//   - DLQ transfer (when the DLQ is enabled) moves FAILED rows to the DLQ
+//     table in one transaction;
+//   - clean-up deletes PROCESSED rows older than the ttl, on one instance at a
+//     time under a lease in the jobs table.
+//
+// Every loop paces itself adaptively: a full batch resets its delay to the
+// minimum, a partial or empty one multiplies it, up to the maximum, so an idle
+// type costs about 70 polls an hour.
+//
+// The lifecycle is forwarder.Forwarder's: New, Run(ctx), Running(), Close().
+// Several instances may run on one table with no coordinator; row locks are
+// the only coordination.
+//
+// # Bounds
+//
+// A Poller runs n + 2 goroutines (n event types, recovery, clean-up), plus
+// one for DLQ transfer when the DLQ is enabled, and each holds at most one
+// database connection at a time, so it uses at most n + 3 connections. The
+// brief's pool size (2 + n without DLQ, 5 + n with) is the default of
+// Config.MaxConcurrentQueries, which bounds the database users further when
+// set lower. Sends do not hold a connection.
+package poller

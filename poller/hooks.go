@@ -1,0 +1,99 @@
+package poller
+
+import (
+	"time"
+
+	"github.com/oncebox/watermill-oncebox"
+)
+
+// Hooks receives what the poller does, for metrics, tracing and tests.
+// Methods are called synchronously from the poller's goroutines: return
+// quickly. Embed NopHooks to implement only some.
+type Hooks interface {
+	// PollDone is called after every poll of an event type.
+	PollDone(PollInfo)
+	// Sent is called with the events the broker confirmed and that were
+	// marked PROCESSED.
+	Sent(eventType string, ids []oncebox.EventID)
+	// SendFailed is called with the events whose send failed (each counted
+	// as an attempt).
+	SendFailed(eventType string, failures []Failure)
+	// BrokerUnavailable is called when a batch was released without counting
+	// an attempt because the broker could not be reached (or the poller was
+	// closing).
+	BrokerUnavailable(eventType string, released int, err error)
+	// StaleFinalize is called when a finalize matched fewer rows than it
+	// meant to: the claim had been recovered and taken by another instance.
+	StaleFinalize(eventType string, want, got int)
+	// JobDone is called after every run of a background job.
+	JobDone(JobInfo)
+}
+
+// PollInfo describes one poll of an event type.
+type PollInfo struct {
+	EventType string
+	// Claimed is the number of rows claimed.
+	Claimed int
+	// Full reports a full batch.
+	Full bool
+	// NextDelay is the wait before the next poll.
+	NextDelay time.Duration
+	// Err is a database error of the claim or finalize, if any.
+	Err error
+}
+
+// Failure is one event whose send failed.
+type Failure struct {
+	ID oncebox.EventID
+	// Attempt is the number of attempts made so far, this one included.
+	Attempt int
+	// Final reports that the retries are exhausted: the row is FAILED.
+	Final bool
+	// NextRetryAt is when it will be tried again, unless Final.
+	NextRetryAt time.Time
+	Err         error
+}
+
+// Job names, as reported in JobInfo and stored in the jobs table.
+const (
+	JobRecovery      = "outbox-recovery"
+	JobDLQTransfer   = "outbox-dlq-transfer"
+	JobOutboxCleanUp = "outbox-clean-up"
+)
+
+// JobInfo describes one run of a background job.
+type JobInfo struct {
+	Job string
+	// Skipped reports that another instance held the job's lease.
+	Skipped bool
+	// Rows is the number of rows recovered, moved or deleted.
+	Rows int
+	// Duration is how long the run took.
+	Duration time.Duration
+	// NextDelay is the wait before the next run.
+	NextDelay time.Duration
+	Err       error
+}
+
+// NopHooks implements Hooks and does nothing.
+type NopHooks struct{}
+
+var _ Hooks = NopHooks{}
+
+// PollDone implements Hooks.
+func (NopHooks) PollDone(PollInfo) {}
+
+// Sent implements Hooks.
+func (NopHooks) Sent(string, []oncebox.EventID) {}
+
+// SendFailed implements Hooks.
+func (NopHooks) SendFailed(string, []Failure) {}
+
+// BrokerUnavailable implements Hooks.
+func (NopHooks) BrokerUnavailable(string, int, error) {}
+
+// StaleFinalize implements Hooks.
+func (NopHooks) StaleFinalize(string, int, int) {}
+
+// JobDone implements Hooks.
+func (NopHooks) JobDone(JobInfo) {}

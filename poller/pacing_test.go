@@ -1,0 +1,66 @@
+package poller_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/poller"
+)
+
+// The poll loop follows the adaptive strategy on the injected clock, and a
+// simulated idle hour costs about 70 claim statements plus the jobs'.
+func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
+	t.Parallel()
+	trace := &pgtest.StatementCounter{}
+	b := setup(t, pgtest.WithTracer(trace))
+	h := &hooks{}
+	cfg := b.config("order-created")
+	cfg.Hooks = h
+	cfg.Oncebox.Outbox.Defaults.BatchSize = 5
+	p, err := poller.New(b.schema.Beginner, newRecorder(), nil, cfg)
+	require.NoError(t, err)
+	trace.Reset()
+	start(t, p)
+
+	// Ramp-up: the first delays are the brief's.
+	stepUntil(t, b.clock, 3, 125*time.Millisecond, time.Minute, func() bool { return len(h.snapshot().polls) >= 3 })
+	polls := h.snapshot().polls
+	require.Equal(t, []time.Duration{250 * time.Millisecond, 375 * time.Millisecond, 562500 * time.Microsecond},
+		[]time.Duration{polls[0].NextDelay, polls[1].NextDelay, polls[2].NextDelay})
+
+	// The rest of the hour.
+	stepUntil(t, b.clock, 3, 500*time.Millisecond, 2*time.Hour, func() bool { return b.clock.Since(t0) >= time.Hour })
+	s := h.snapshot()
+	claims, jobs := 0, 0
+	for _, stmt := range trace.Statements() {
+		if len(stmt) > 8 && stmt[:8] == "WITH due" {
+			claims++
+		} else {
+			jobs++
+		}
+	}
+	t.Logf("idle hour: %d polls, %d claim statements, %d job statements, %d job runs", len(s.polls), claims, jobs, len(s.jobs))
+	require.InDelta(t, 72, len(s.polls), 4)
+	require.Equal(t, len(s.polls), claims, "one statement per poll")
+	require.LessOrEqual(t, jobs, 30, "recovery and clean-up add a few statements an hour")
+
+	// A burst: a full batch resets the delay to the minimum.
+	b.publish(t, b.clock, "order-created", 5)
+	n := len(s.polls)
+	stepUntil(t, b.clock, 3, time.Second, 2*time.Minute, func() bool {
+		for _, pi := range h.snapshot().polls[n:] {
+			if pi.Full {
+				return true
+			}
+		}
+		return false
+	})
+	for _, pi := range h.snapshot().polls[n:] {
+		if pi.Full {
+			require.Equal(t, 250*time.Millisecond, pi.NextDelay)
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/lease"
+)
+
+// Poller relays outbox rows to a broker. Build it with New, start it with
+// Run, stop it with Close.
+type Poller struct {
+	db     wsql.Beginner
+	pub    message.Publisher
+	logger watermill.LoggerAdapter
+	config Config
+	events []oncebox.EventConfig
+	d      dialects.Dialect
+	locker *lease.Locker
+
+	sem     chan struct{}   // bounds concurrent database users
+	dlqWake chan struct{}   // a poll marked rows FAILED
+	running chan struct{}   // closed once Run has started every loop
+	closing chan struct{}   // closed by Close
+	done    chan struct{}   // closed when Run has returned
+	sendCtx context.Context // cancelled CloseTimeout after closing starts
+
+	mu        sync.Mutex
+	started   bool
+	closeOnce sync.Once
+}
+
+// New returns a Poller that reads the outbox through db and publishes to
+// publisherOut. db is a pool, not a transaction: wrap a pgx pool with
+// sql.BeginnerFromPgx or a *sql.DB with sql.BeginnerFromStdSQL. Errors name
+// the configuration field at fault.
+func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.LoggerAdapter, config Config) (*Poller, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: poller: db is nil", oncebox.ErrInvalidConfig)
+	}
+	if _, isTx := db.(interface{ Commit() error }); isTx {
+		return nil, fmt.Errorf("%w: poller: db is a transaction; give it a pool (sql.BeginnerFromPgx, sql.BeginnerFromStdSQL)", oncebox.ErrInvalidConfig)
+	}
+	if publisherOut == nil {
+		return nil, fmt.Errorf("%w: poller: publisherOut is nil", oncebox.ErrInvalidConfig)
+	}
+	config, events, err := config.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	return &Poller{
+		db:      db,
+		pub:     publisherOut,
+		logger:  logger.With(watermill.LogFields{"component": "oncebox-poller", "instance": config.InstanceID}),
+		config:  config,
+		events:  events,
+		d:       config.Dialect,
+		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
+		sem:     make(chan struct{}, config.MaxConcurrentQueries),
+		dlqWake: make(chan struct{}, 1),
+		running: make(chan struct{}),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Running is closed once Run has started every poll loop and job.
+func (p *Poller) Running() chan struct{} { return p.running }
+
+// Run starts the poll loops and the jobs and blocks until ctx is cancelled or
+// Close is called; then it stops claiming, lets batches in flight finish for
+// up to CloseTimeout, releases what is left and returns. It returns nil on a
+// clean stop. It may be called once.
+func (p *Poller) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("oncebox: poller: Run called twice")
+	}
+	p.started = true
+	p.mu.Unlock()
+	defer close(p.done)
+	select {
+	case <-p.closing:
+		return oncebox.ErrClosed
+	default:
+	}
+
+	loopCtx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	sendCtx, stopSends := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSends()
+	p.sendCtx = sendCtx
+
+	var wg sync.WaitGroup
+	goLoop := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(loopCtx)
+		}()
+	}
+	for _, ec := range p.events {
+		goLoop(func(ctx context.Context) { p.pollLoop(ctx, ec) })
+	}
+	goLoop(p.recoveryLoop)
+	goLoop(p.cleanUpLoop)
+	if p.config.Oncebox.Outbox.DLQ.Enabled {
+		goLoop(p.dlqLoop)
+	}
+	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled})
+	close(p.running)
+
+	select {
+	case <-ctx.Done():
+	case <-p.closing:
+	}
+	stopLoops()
+	// Batches in flight get CloseTimeout to finish; then their sends are
+	// cancelled and their rows released.
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	timer := time.NewTimer(p.config.CloseTimeout)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+		p.logger.Info("Close timeout reached: cancelling sends in flight", nil)
+		stopSends()
+		<-finished
+	}
+	p.logger.Info("Poller stopped", nil)
+	return nil
+}
+
+// Close stops the poller (see Run) and waits for Run to return. It is safe to
+// call more than once and before Run.
+func (p *Poller) Close() error {
+	p.closeOnce.Do(func() { close(p.closing) })
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if started {
+		<-p.done
+	}
+	return nil
+}
+
+// sleep waits d, or until wake fires; false when ctx ended first.
+func (p *Poller) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if d <= 0 {
+		return true
+	}
+	t := p.config.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return true
+	case <-wake:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// withConn runs f while holding one of the MaxConcurrentQueries slots.
+func (p *Poller) withConn(ctx context.Context, f func() error) error {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-p.sem }()
+	return f()
+}
+
+// finalizeCtx is the context of a statement that records the outcome of a
+// batch: it must run even when the poller is closing, so it does not inherit
+// cancellation, but it is bounded.
+func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), p.config.FinalizeTimeout)
+}
+
+// pollLoop is the loop of one event type: poll, then wait what the strategy
+// says. The first poll is immediate.
+func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
+	s := newStrategy(ec.Polling)
+	var delay time.Duration
+	for p.sleep(ctx, delay, nil) {
+		claimed, busy, err := p.pollOnce(ctx, ec)
+		delay = s.next(busy)
+		if err != nil && ctx.Err() == nil {
+			p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": delay})
+		}
+		p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: claimed, Full: claimed == ec.BatchSize,
+			NextDelay: delay, Err: err})
+	}
+}
+
+// pollOnce claims one batch, sends it and records the outcome. busy reports
+// a full batch that was sent, i.e. more rows are probably waiting.
+func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed int, busy bool, err error) {
+	token, err := oncebox.NewEventID()
+	if err != nil {
+		return 0, false, err
+	}
+	now := p.config.Clock.Now().UTC()
+	var events []dialects.ClaimedEvent
+	err = p.withConn(ctx, func() error {
+		events, err = p.claim(ctx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now})
+		return err
+	})
+	if err != nil || len(events) == 0 {
+		return 0, false, err
+	}
+	// The claim is committed: from here on the rows are ours until they are
+	// finalized, released, or recovered after max-batch-processing-time.
+	results := p.send(p.sendCtx, events)
+	if p.sendCtx.Err() != nil {
+		// Closing cut the sends short: a result may be a cancellation, not a
+		// rejection. Count no attempt for anything not confirmed.
+		for i := range results {
+			if results[i].outcome == outcomeFailed {
+				results[i] = result{outcome: outcomeUnavailable, err: errClosing}
+			}
+		}
+	}
+	unavailable, err := p.finalize(ec, token, events, results)
+	return len(events), len(events) == ec.BatchSize && !unavailable, err
+}
+
+// claim runs the dialect's claim outside any transaction: the statement
+// commits on its own, before anything is sent.
+func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dialects.ClaimedEvent, error) {
+	q := p.d.EventsClaim(params)
+	rows, err := p.db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, fmt.Errorf("oncebox: claim %q: %w", params.EventType, err)
+	}
+	defer rows.Close()
+	var out []dialects.ClaimedEvent
+	for rows.Next() {
+		var e dialects.ClaimedEvent
+		if err := rows.Scan(e.ScanTargets()...); err != nil {
+			return nil, fmt.Errorf("oncebox: claim %q: scan: %w", params.EventType, err)
+		}
+		out = append(out, e)
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, fmt.Errorf("oncebox: claim %q: %w", params.EventType, e.Err())
+	}
+	// RETURNING gives no order: send in next_retry_at order, then id order,
+	// which is creation order for events made by one instance.
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].NextRetryAt.Equal(out[j].NextRetryAt) {
+			return out[i].NextRetryAt.Before(out[j].NextRetryAt)
+		}
+		return string(out[i].ID[:]) < string(out[j].ID[:])
+	})
+	return out, nil
+}
+
+// finalize records the outcome of a batch: PROCESSED for the confirmed,
+// the next retry (or FAILED) for the rejected, PENDING again without an
+// attempt for the rest. Every statement matches the claim token.
+func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable bool, err error) {
+	now := p.config.Clock.Now().UTC()
+	var confirmed, released []oncebox.EventID
+	var failed []dialects.FailedEvent
+	var failures []Failure
+	var unavailableErr error
+	for i, r := range results {
+		e := &events[i]
+		switch r.outcome {
+		case outcomeConfirmed:
+			confirmed = append(confirmed, e.ID)
+		case outcomeFailed:
+			attempt := e.RetryCount + 1
+			f := dialects.FailedEvent{ID: e.ID, RetryCount: attempt, Error: truncate(r.err.Error(), 4000)}
+			final := attempt > ec.MaxRetries
+			if final {
+				f.Status, f.NextRetryAt = oncebox.StatusFailed, now
+			} else {
+				f.Status, f.NextRetryAt = oncebox.StatusPending, now.Add(ec.Backoff.RetryDelay(attempt))
+			}
+			failed = append(failed, f)
+			failures = append(failures, Failure{ID: e.ID, Attempt: attempt, Final: final, NextRetryAt: f.NextRetryAt, Err: r.err})
+		default:
+			released = append(released, e.ID)
+			unavailableErr = r.err
+		}
+	}
+
+	var errs []error
+	exec := func(q dialects.Query, want int, what string) {
+		ctx, cancel := p.finalizeCtx()
+		defer cancel()
+		err := p.withConn(ctx, func() error {
+			res, err := p.db.ExecContext(ctx, q.SQL, q.Args...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err == nil && int(n) != want {
+				p.logger.Info("Stale finalize: the claim was recovered and taken again by another instance",
+					watermill.LogFields{"event_type": ec.EventType, "what": what, "want": want, "got": n})
+				p.config.Hooks.StaleFinalize(ec.EventType, want, int(n))
+			}
+			return nil
+		})
+		if err != nil {
+			// The rows stay IN_PROCESS and the recovery job returns them to
+			// PENDING after max-batch-processing-time: sent again, not lost.
+			errs = append(errs, fmt.Errorf("oncebox: mark %d events of %q %s: %w", want, ec.EventType, what, err))
+		}
+	}
+	if len(confirmed) > 0 {
+		exec(p.d.EventsMarkProcessed(token, confirmed, now), len(confirmed), "processed")
+		p.config.Hooks.Sent(ec.EventType, confirmed)
+	}
+	if len(failed) > 0 {
+		exec(p.d.EventsMarkFailed(token, failed, now), len(failed), "failed")
+		for _, f := range failures {
+			p.logger.Error("Event send failed", f.Err, watermill.LogFields{"event_type": ec.EventType,
+				"event_id": f.ID.String(), "attempt": f.Attempt, "final": f.Final, "next_retry_at": f.NextRetryAt})
+			if f.Final {
+				p.wakeDLQ()
+			}
+		}
+		p.config.Hooks.SendFailed(ec.EventType, failures)
+	}
+	if len(released) > 0 {
+		exec(p.d.EventsRelease(token, released, now), len(released), "released")
+		if !errors.Is(unavailableErr, errClosing) {
+			p.logger.Error("Broker unavailable: batch released without counting an attempt", unavailableErr,
+				watermill.LogFields{"event_type": ec.EventType, "released": len(released)})
+		}
+		p.config.Hooks.BrokerUnavailable(ec.EventType, len(released), unavailableErr)
+	}
+	return len(released) > 0, errors.Join(errs...)
+}
+
+func (p *Poller) wakeDLQ() {
+	select {
+	case p.dlqWake <- struct{}{}:
+	default:
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
