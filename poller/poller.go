@@ -223,7 +223,12 @@ func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed 
 	now := p.config.Clock.Now().UTC()
 	var events []dialects.ClaimedEvent
 	err = p.withConn(ctx, func() error {
-		events, err = p.claim(ctx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now})
+		// Once started, the claim is not cancelled by Close: a claim that
+		// committed but whose rows were never read would leave them
+		// IN_PROCESS until the recovery, a needless delay.
+		claimCtx, cancel := p.finalizeCtx()
+		defer cancel()
+		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now})
 		return err
 	})
 	if err != nil || len(events) == 0 {
@@ -308,7 +313,7 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 	}
 
 	var errs []error
-	exec := func(q dialects.Query, want int, what string) {
+	exec := func(q dialects.Query, want int, what string) (ok bool) {
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
 		err := p.withConn(ctx, func() error {
@@ -327,10 +332,11 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 			// The rows stay IN_PROCESS and the recovery job returns them to
 			// PENDING after max-batch-processing-time: sent again, not lost.
 			errs = append(errs, fmt.Errorf("oncebox: mark %d events of %q %s: %w", want, ec.EventType, what, err))
+			return false
 		}
+		return true
 	}
-	if len(confirmed) > 0 {
-		exec(p.d.EventsMarkProcessed(token, confirmed, now), len(confirmed), "processed")
+	if len(confirmed) > 0 && exec(p.d.EventsMarkProcessed(token, confirmed, now), len(confirmed), "processed") {
 		p.config.Hooks.Sent(ec.EventType, confirmed)
 	}
 	if len(failed) > 0 {
