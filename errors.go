@@ -27,3 +27,9 @@ var (
 // publishers wrap their connection errors with it; poller.Config.IsUnavailable
 // classifies the errors of other publishers.
 var ErrBrokerUnavailable = errors.New("oncebox: broker unavailable")
+
+// ErrMissingEventID is returned by the inbox for a message without a usable
+// deduplication key (no oncebox_event_id header, or an empty or oversized
+// one). By default such a message is not processed: the error sends it down
+// the poison path, so it is neither silently processed twice nor lost.
+var ErrMissingEventID = errors.New("oncebox: message has no usable event id")

@@ -104,6 +104,18 @@ type Dialect interface {
 	LeaseAcquire(l Lease) Query
 	// LeaseRelease ends the lease l.Owner took at l.LockedAt at l.Until.
 	LeaseRelease(l Lease) Query
+
+	// InboxInsert records one id for consumer unless present; one affected
+	// row means new.
+	InboxInsert(consumer, id string, now time.Time) Query
+	// InboxInsertMany records ids for consumer in one statement and returns
+	// the new ones, one text column per row.
+	InboxInsertMany(consumer string, ids []string, now time.Time) Query
+	// InboxDeleteBefore deletes up to limit ids processed before cutoff.
+	InboxDeleteBefore(cutoff time.Time, limit int) Query
+	// DLQUpsertConsumer stores a poison message, or counts one more attempt
+	// on the row the same message and handler already have.
+	DLQUpsertConsumer(r DLQRow) Query
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be

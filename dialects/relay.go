@@ -63,3 +63,24 @@ type Lease struct {
 	// Until is when the lease ends unless released earlier.
 	Until time.Time
 }
+
+// DLQRow is a consumed message whose handler failed, stored by the poison
+// middleware (source = consumer).
+type DLQRow struct {
+	// ID is the DLQ row's own id (a new UUIDv7).
+	ID oncebox.EventID
+	// EventID is the oncebox event id of the message, nil when it had none
+	// usable; rows are then unique by MessageUUID.
+	EventID     *oncebox.EventID
+	HandlerName string
+	EventType   string
+	Topic       string
+	Key         string
+	MessageUUID string
+	Payload     []byte
+	Metadata    string // a JSON object of string values
+	Error       string
+	// FailedAt is the time of this failure: first_failed_at of a new row,
+	// last_failed_at always.
+	FailedAt time.Time
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
 // Config configures a Poller.
@@ -66,36 +67,7 @@ type Config struct {
 
 // Schedule is the adaptive pace of a background job: after a run that found
 // work it waits Min, otherwise its delay grows by Multiplier up to Max.
-type Schedule struct {
-	Min        time.Duration
-	Max        time.Duration
-	Multiplier float64
-}
-
-func (s Schedule) withDefaults(def Schedule) Schedule {
-	if s.Min == 0 {
-		s.Min = def.Min
-	}
-	if s.Max == 0 {
-		s.Max = def.Max
-	}
-	if s.Multiplier == 0 {
-		s.Multiplier = def.Multiplier
-	}
-	return s
-}
-
-func (s Schedule) validate(field string) error {
-	if s.Min <= 0 || s.Max < s.Min || s.Multiplier < 1 {
-		return fmt.Errorf("%w: poller: %s: want 0 < Min <= Max and Multiplier >= 1, got %+v", oncebox.ErrInvalidConfig, field, s)
-	}
-	return nil
-}
-
-func (s Schedule) strategy() *strategy {
-	return newStrategy(oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
-		MinFixedDelay: s.Min, MaxFixedDelay: s.Max, Multiplier: s.Multiplier})
-}
+type Schedule = pacing.Schedule
 
 // withDefaults fills the defaults and resolves the event types.
 func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
@@ -162,9 +134,9 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.Hooks = NopHooks{}
 	}
 	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
-	c.Recovery = c.Recovery.withDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
-	c.DLQTransfer = c.DLQTransfer.withDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
-	c.CleanUp = c.CleanUp.withDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	c.Recovery = c.Recovery.WithDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
+	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
+	c.CleanUp = c.CleanUp.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
 	if c.CleanUpLease == 0 {
 		c.CleanUpLease = 10 * time.Minute
 	}
@@ -187,6 +159,6 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.CleanUpLease < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))
 	}
-	errs = append(errs, c.Recovery.validate("Recovery"), c.DLQTransfer.validate("DLQTransfer"), c.CleanUp.validate("CleanUp"))
+	errs = append(errs, c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"), c.CleanUp.Validate("poller: CleanUp"))
 	return c, events, errors.Join(errs...)
 }

@@ -2,59 +2,36 @@ package poller
 
 import (
 	"context"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbexec"
+	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
-// runJob runs a job on its schedule until ctx ends. run returns the rows it
-// touched and whether it was skipped (lease held elsewhere).
+// runJob runs a job on its schedule until ctx ends, holding a connection
+// slot for each run, and reports each run to the logger and the hooks.
 func (p *Poller) runJob(ctx context.Context, name string, sched Schedule, wake <-chan struct{},
 	run func(ctx context.Context) (rows int, skipped bool, err error)) {
-	s := sched.strategy()
-	delay := sched.Min
-	for p.sleep(ctx, delay, wake) {
-		start := p.config.Clock.Now()
-		var rows int
-		var skipped bool
-		err := p.withConn(ctx, func() error {
+	pacing.RunJob(ctx, p.config.Clock, sched, wake, func(ctx context.Context) pacing.JobResult {
+		var r pacing.JobResult
+		r.Err = p.withConn(ctx, func() error {
 			var err error
-			rows, skipped, err = run(ctx)
+			r.Rows, r.Skipped, err = run(ctx)
 			return err
 		})
-		delay = s.next(rows > 0)
-		if err != nil && ctx.Err() == nil {
-			p.logger.Error("Job failed", err, watermill.LogFields{"job": name, "next_delay": delay})
+		return r
+	}, func(r pacing.JobResult, took, next time.Duration) {
+		if r.Err != nil && ctx.Err() == nil {
+			p.logger.Error("Job failed", r.Err, watermill.LogFields{"job": name, "next_delay": next})
 		}
-		if rows > 0 {
-			p.logger.Info("Job done", watermill.LogFields{"job": name, "rows": rows})
+		if r.Rows > 0 {
+			p.logger.Info("Job done", watermill.LogFields{"job": name, "rows": r.Rows})
 		}
-		p.config.Hooks.JobDone(JobInfo{Job: name, Skipped: skipped, Rows: rows,
-			Duration: p.config.Clock.Since(start), NextDelay: delay, Err: err})
-	}
-}
-
-// repeat executes the statements q() builds until one touches fewer than
-// limit rows, and returns the total.
-func (p *Poller) repeat(ctx context.Context, limit int, q func() dialects.Query) (int, error) {
-	total := 0
-	for ctx.Err() == nil {
-		query := q()
-		res, err := p.db.ExecContext(ctx, query.SQL, query.Args...)
-		if err != nil {
-			return total, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, err
-		}
-		total += int(n)
-		if int(n) < limit {
-			break
-		}
-	}
-	return total, ctx.Err()
+		p.config.Hooks.JobDone(JobInfo{Job: name, Skipped: r.Skipped, Rows: r.Rows, Duration: took, NextDelay: next, Err: r.Err})
+	})
 }
 
 // recoveryLoop returns rows stuck IN_PROCESS for longer than
@@ -64,7 +41,7 @@ func (p *Poller) repeat(ctx context.Context, limit int, q func() dialects.Query)
 func (p *Poller) recoveryLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
 	p.runJob(ctx, JobRecovery, p.config.Recovery, nil, func(ctx context.Context) (int, bool, error) {
-		n, err := p.repeat(ctx, limit, func() dialects.Query {
+		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
 			now := p.config.Clock.Now().UTC()
 			return p.d.EventsRecover(now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime), now, limit)
 		})
@@ -79,7 +56,7 @@ func (p *Poller) recoveryLoop(ctx context.Context) {
 func (p *Poller) dlqLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
 	p.runJob(ctx, JobDLQTransfer, p.config.DLQTransfer, p.dlqWake, func(ctx context.Context) (int, bool, error) {
-		n, err := p.repeat(ctx, limit, func() dialects.Query {
+		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
 			return p.d.EventsMoveToDLQ(p.config.Clock.Now().UTC(), limit)
 		})
 		return n, false, err
@@ -91,18 +68,15 @@ func (p *Poller) dlqLoop(ctx context.Context) {
 func (p *Poller) cleanUpLoop(ctx context.Context) {
 	cfg := p.config.Oncebox.Outbox.CleanUp
 	p.runJob(ctx, JobOutboxCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
-		le, ok, err := p.locker.TryAcquire(ctx, JobOutboxCleanUp, p.config.CleanUpLease)
-		if err != nil || !ok {
-			return 0, !ok && err == nil, err
-		}
-		n, runErr := p.repeat(ctx, cfg.BatchSize, func() dialects.Query {
-			return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
-		})
-		relCtx, cancel := p.finalizeCtx()
-		defer cancel()
-		if err := p.locker.Release(relCtx, le, p.config.CleanUp.Min); err != nil && runErr == nil {
-			runErr = err
-		}
-		return n, false, runErr
+		var n int
+		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min,
+			p.config.FinalizeTimeout, func(ctx context.Context) error {
+				var err error
+				n, err = dbexec.Repeat(ctx, p.db, cfg.BatchSize, func() dialects.Query {
+					return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				})
+				return err
+			})
+		return n, !ran && err == nil, err
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
+	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
 // Poller relays outbox rows to a broker. Build it with New, start it with
@@ -159,26 +160,6 @@ func (p *Poller) Close() error {
 	return nil
 }
 
-// sleep waits d, or until wake fires; false when ctx ended first.
-func (p *Poller) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	if d <= 0 {
-		return true
-	}
-	t := p.config.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return true
-	case <-wake:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // withConn runs f while holding one of the MaxConcurrentQueries slots.
 func (p *Poller) withConn(ctx context.Context, f func() error) error {
 	select {
@@ -200,11 +181,11 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // pollLoop is the loop of one event type: poll, then wait what the strategy
 // says. The first poll is immediate.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
-	s := newStrategy(ec.Polling)
+	s := pacing.New(ec.Polling)
 	var delay time.Duration
-	for p.sleep(ctx, delay, nil) {
+	for pacing.Sleep(ctx, p.config.Clock, delay, nil) {
 		claimed, busy, err := p.pollOnce(ctx, ec)
-		delay = s.next(busy)
+		delay = s.Next(busy)
 		if err != nil && ctx.Err() == nil {
 			p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": delay})
 		}

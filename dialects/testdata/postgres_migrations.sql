@@ -73,13 +73,19 @@ CREATE UNIQUE INDEX p_outbox_dlq_events_event_uq
     ON svc.p_outbox_dlq_events (event_id, source, handler_name);
 
 -- 0001_init.sql #07
+-- The same for a consumed message without a usable event id: one row per
+-- message UUID, side and handler.
+CREATE UNIQUE INDEX p_outbox_dlq_events_message_uq
+    ON svc.p_outbox_dlq_events (message_uuid, source, handler_name) WHERE event_id IS NULL;
+
+-- 0001_init.sql #08
 -- Listing with keyset pagination, by moved time and id, optionally by status.
 CREATE INDEX p_outbox_dlq_events_moved_idx ON svc.p_outbox_dlq_events (moved_at, id);
 
--- 0001_init.sql #08
+-- 0001_init.sql #09
 CREATE INDEX p_outbox_dlq_events_status_idx ON svc.p_outbox_dlq_events (status, moved_at, id);
 
--- 0001_init.sql #09
+-- 0001_init.sql #10
 -- The inbox: ids of processed events, per consumer namespace ('' by default).
 CREATE TABLE svc.p_inbox_events (
     consumer     varchar(255) NOT NULL DEFAULT '',
@@ -88,11 +94,11 @@ CREATE TABLE svc.p_inbox_events (
     PRIMARY KEY (consumer, event_id)
 );
 
--- 0001_init.sql #10
+-- 0001_init.sql #11
 -- Inbox clean-up: ids older than the inbox ttl.
 CREATE INDEX p_inbox_events_processed_idx ON svc.p_inbox_events (processed_at);
 
--- 0001_init.sql #11
+-- 0001_init.sql #12
 -- Leases of the clean-up jobs: one instance at a time runs each job.
 CREATE TABLE svc.p_outbox_jobs (
     name       varchar(255) PRIMARY KEY,

@@ -60,3 +60,22 @@ func (l *Locker) Release(ctx context.Context, le dialects.Lease, atLeast time.Du
 
 // Held is a lease as TryAcquire returns it.
 type Held = dialects.Lease
+
+// RunLocked runs fn under the lease of job name when it can be taken, and
+// releases it afterwards, keeping it at least atLeast. ran is false when
+// another owner held the lease. The release runs even when ctx was cancelled
+// during fn, on a context of its own bounded by releaseTimeout.
+func (l *Locker) RunLocked(ctx context.Context, name string, atMost, atLeast, releaseTimeout time.Duration,
+	fn func(ctx context.Context) error) (ran bool, err error) {
+	le, ok, err := l.TryAcquire(ctx, name, atMost)
+	if err != nil || !ok {
+		return false, err
+	}
+	runErr := fn(ctx)
+	relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := l.Release(relCtx, le, atLeast); err != nil && runErr == nil {
+		runErr = err
+	}
+	return true, runErr
+}

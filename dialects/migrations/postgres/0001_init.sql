@@ -68,6 +68,11 @@ CREATE TABLE {{.DLQ}} (
 CREATE UNIQUE INDEX {{.Prefix}}outbox_dlq_events_event_uq
     ON {{.DLQ}} (event_id, source, handler_name);
 
+-- The same for a consumed message without a usable event id: one row per
+-- message UUID, side and handler.
+CREATE UNIQUE INDEX {{.Prefix}}outbox_dlq_events_message_uq
+    ON {{.DLQ}} (message_uuid, source, handler_name) WHERE event_id IS NULL;
+
 -- Listing with keyset pagination, by moved time and id, optionally by status.
 CREATE INDEX {{.Prefix}}outbox_dlq_events_moved_idx ON {{.DLQ}} (moved_at, id);
 CREATE INDEX {{.Prefix}}outbox_dlq_events_status_idx ON {{.DLQ}} (status, moved_at, id);

@@ -1,4 +1,4 @@
-package poller
+package pacing
 
 import (
 	"testing"
@@ -18,12 +18,12 @@ func defaultPolling(t *testing.T) oncebox.PollingSettings {
 // idleHour simulates an hour without events and returns the number of polls
 // and when the delay first reached the cap.
 func idleHour(p oncebox.PollingSettings) (polls int, capReachedAfter time.Duration) {
-	s := newStrategy(p)
+	s := New(p)
 	var elapsed time.Duration
 	capReachedAfter = -1
 	for elapsed <= time.Hour { // the first poll is at once
 		polls++
-		d := s.next(false)
+		d := s.Next(false)
 		if d == p.MaxFixedDelay && capReachedAfter < 0 {
 			capReachedAfter = elapsed + d
 		}
@@ -34,19 +34,19 @@ func idleHour(p oncebox.PollingSettings) (polls int, capReachedAfter time.Durati
 
 func TestAdaptiveDelaysFollowTheBriefsVectors(t *testing.T) {
 	t.Parallel()
-	s := newStrategy(defaultPolling(t))
+	s := New(defaultPolling(t))
 	want := []time.Duration{250 * time.Millisecond, 375 * time.Millisecond, 562500 * time.Microsecond,
 		843750 * time.Microsecond}
 	for i, w := range want {
-		require.Equal(t, w, s.next(false), "empty poll %d", i+1)
+		require.Equal(t, w, s.Next(false), "empty poll %d", i+1)
 	}
 	for range 20 {
-		s.next(false)
+		s.Next(false)
 	}
-	require.Equal(t, time.Minute, s.next(false), "capped at max-fixed-delay")
-	require.Equal(t, 250*time.Millisecond, s.next(true), "a full batch resets to the minimum")
-	require.Equal(t, 250*time.Millisecond, s.next(false), "and the ramp starts again")
-	require.Equal(t, 375*time.Millisecond, s.next(false))
+	require.Equal(t, time.Minute, s.Next(false), "capped at max-fixed-delay")
+	require.Equal(t, 250*time.Millisecond, s.Next(true), "a full batch resets to the minimum")
+	require.Equal(t, 250*time.Millisecond, s.Next(false), "and the ramp starts again")
+	require.Equal(t, 375*time.Millisecond, s.Next(false))
 }
 
 func TestIdleHourCostsAboutSeventyPolls(t *testing.T) {
@@ -70,9 +70,9 @@ func TestIdleHourCostsAboutSeventyPolls(t *testing.T) {
 
 func TestStrategyNeverOverflows(t *testing.T) {
 	t.Parallel()
-	s := newStrategy(oncebox.PollingSettings{Type: oncebox.PollingAdaptive, MinFixedDelay: time.Hour,
+	s := New(oncebox.PollingSettings{Type: oncebox.PollingAdaptive, MinFixedDelay: time.Hour,
 		MaxFixedDelay: time.Duration(1<<63 - 1), Multiplier: 1e6})
 	for range 10 {
-		require.Positive(t, s.next(false))
+		require.Positive(t, s.Next(false))
 	}
 }

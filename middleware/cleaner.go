@@ -1,0 +1,185 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbexec"
+	"github.com/oncebox/watermill-oncebox/internal/lease"
+	"github.com/oncebox/watermill-oncebox/internal/pacing"
+)
+
+// JobInboxCleanUp is the inbox clean-up's name in the jobs table.
+const JobInboxCleanUp = "inbox-clean-up"
+
+// Schedule is the adaptive pace of a background job: after a run that found
+// work it waits Min, otherwise its delay grows by Multiplier up to Max.
+type Schedule = pacing.Schedule
+
+// JobResult is the outcome of one clean-up run.
+type JobResult = pacing.JobResult
+
+// InboxCleanerConfig configures an InboxCleaner.
+type InboxCleanerConfig struct {
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// CleanUp is the brief's inbox.clean-up: ids older than TTL (default
+	// 24h) are deleted, BatchSize (default 1000) per statement. The ttl must
+	// outlast the longest time a duplicate can still arrive (broker
+	// retention, consumer-group replays).
+	CleanUp oncebox.CleanUpConfig
+	// Schedule paces the runs. Default: min 5m, max 1h, ×2.
+	Schedule Schedule
+	// Lease is the longest one run holds the job's lease (at-most). Default
+	// 10m. The lease is kept at least Schedule.Min after a run (at-least).
+	Lease time.Duration
+	// InstanceID names this instance in the lease. Default:
+	// hostname-pid-random.
+	InstanceID string
+	// Clock drives the schedule and the cut-off. Default: the real clock.
+	Clock clockwork.Clock
+	// OnRun, if set, is called after every run.
+	OnRun func(JobResult)
+}
+
+// InboxCleaner deletes processed ids older than the inbox ttl, in batches,
+// on one instance at a time (the lease "inbox-clean-up" in the jobs table).
+// Its lifecycle is the poller's: Run, Running, Close.
+type InboxCleaner struct {
+	db      wsql.Beginner
+	config  InboxCleanerConfig
+	logger  watermill.LoggerAdapter
+	locker  *lease.Locker
+	running chan struct{}
+	closing chan struct{}
+	done    chan struct{}
+
+	mu        sync.Mutex
+	started   bool
+	closeOnce sync.Once
+}
+
+// NewInboxCleaner returns an InboxCleaner over db, a pool.
+func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config InboxCleanerConfig) (*InboxCleaner, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("db is nil"))
+	}
+	if config.Dialect == nil {
+		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
+	}
+	if config.CleanUp.TTL == 0 {
+		config.CleanUp.TTL = oncebox.DefaultInboxTTL
+	}
+	if config.CleanUp.BatchSize == 0 {
+		config.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
+	}
+	if config.CleanUp.TTL < 0 {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", config.CleanUp.TTL))
+	}
+	if config.CleanUp.BatchSize < 0 || config.CleanUp.BatchSize > oncebox.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, config.CleanUp.BatchSize))
+	}
+	config.Schedule = config.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	errs = append(errs, config.Schedule.Validate("InboxCleanerConfig.Schedule"))
+	if config.Lease == 0 {
+		config.Lease = 10 * time.Minute
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
+	}
+	if config.InstanceID == "" {
+		host, _ := os.Hostname()
+		id, err := oncebox.NewEventID()
+		if err != nil {
+			return nil, err
+		}
+		config.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
+	}
+	if config.Clock == nil {
+		config.Clock = clockwork.NewRealClock()
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	return &InboxCleaner{
+		db:      db,
+		config:  config,
+		logger:  logger.With(watermill.LogFields{"component": "oncebox-inbox-cleaner", "instance": config.InstanceID}),
+		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
+		running: make(chan struct{}),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Running is closed once Run has started.
+func (c *InboxCleaner) Running() chan struct{} { return c.running }
+
+// Run cleans on the schedule until ctx ends or Close is called.
+func (c *InboxCleaner) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errors.New("oncebox: inbox cleaner: Run called twice")
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer close(c.done)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	close(c.running)
+	cfg := c.config.CleanUp
+	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
+		var n int
+		ran, err := c.locker.RunLocked(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
+			func(ctx context.Context) error {
+				var err error
+				n, err = dbexec.Repeat(ctx, c.db, cfg.BatchSize, func() dialects.Query {
+					return c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				})
+				return err
+			})
+		return JobResult{Rows: n, Skipped: !ran && err == nil, Err: err}
+	}, func(r JobResult, _, next time.Duration) {
+		if r.Err != nil && ctx.Err() == nil {
+			c.logger.Error("Inbox clean-up failed", r.Err, watermill.LogFields{"next_delay": next})
+		}
+		if r.Rows > 0 {
+			c.logger.Info("Inbox clean-up done", watermill.LogFields{"rows": r.Rows})
+		}
+		if c.config.OnRun != nil {
+			c.config.OnRun(r)
+		}
+	})
+	return nil
+}
+
+// Close stops the cleaner and waits for Run to return.
+func (c *InboxCleaner) Close() error {
+	c.closeOnce.Do(func() { close(c.closing) })
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if started {
+		<-c.done
+	}
+	return nil
+}

@@ -1,0 +1,487 @@
+package middleware
+
+import (
+	"context"
+	stdsql "database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/cache"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// InboxMode is how the inbox records an id relative to the handler.
+type InboxMode int
+
+const (
+	// Transactional (effectively-once, the default): one transaction records
+	// the id, runs the handler (which finds the transaction in its context)
+	// and commits. A failed handler rolls the id back with its own writes, so
+	// the redelivery runs it again. For effects in the same database.
+	Transactional InboxMode = iota
+	// NonTransactional (at-most-once): the id is recorded and committed, then
+	// the handler runs. A failed handler leaves the id: redeliveries are
+	// skipped. For effects that cannot be undone, such as an e-mail, where a
+	// repeated effect is worse than a missed one.
+	NonTransactional
+)
+
+func (m InboxMode) String() string {
+	switch m {
+	case Transactional:
+		return "transactional"
+	case NonTransactional:
+		return "non-transactional"
+	}
+	return fmt.Sprintf("InboxMode(%d)", int(m))
+}
+
+// MaxKeyLength is the longest deduplication key the inbox stores.
+const MaxKeyLength = 255
+
+// KeyFunc returns the deduplication key of a message; "" means it has none.
+type KeyFunc func(msg *message.Message) string
+
+// KeyFromMetadata reads the key from the metadata entry name.
+func KeyFromMetadata(name string) KeyFunc {
+	return func(msg *message.Message) string { return msg.Metadata.Get(name) }
+}
+
+// KeyFromUUID uses the Watermill message UUID as the key. The outbox keeps
+// it across the relay, but other producers may not keep it across retries.
+func KeyFromUUID() KeyFunc {
+	return func(msg *message.Message) string { return msg.UUID }
+}
+
+// InboxConfig configures an Inbox.
+type InboxConfig struct {
+	// DB is the pool the inbox opens its transactions on
+	// (sql.BeginnerFromPgx, sql.BeginnerFromStdSQL). Required.
+	DB wsql.Beginner
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// Mode is Transactional (default) or NonTransactional.
+	Mode InboxMode
+	// Key returns a message's deduplication key. Default: the
+	// oncebox_event_id header (KeyFromMetadata(oncebox.HeaderEventID)).
+	Key KeyFunc
+	// Namespace separates the ids of different consumers sharing one inbox
+	// table. Default "": one event is handled once per service, whatever the
+	// handler — the brief's rule "one consumer per event per service".
+	Namespace string
+	// NamespaceByHandler uses the router handler's name as the namespace, so
+	// that two handlers of one service may each handle the same event. The
+	// trade-off: renaming a handler forgets what it processed.
+	NamespaceByHandler bool
+	// AllowMissingKey lets a message without a usable key through to the
+	// handler, without deduplication (and, in Transactional mode, still in a
+	// transaction). Default false: such a message fails with
+	// oncebox.ErrMissingEventID, so that the poison queue parks it.
+	AllowMissingKey bool
+	// Cache, if set, is asked before the table: a hit acks the message
+	// without touching the database. Ids are added only after the handler
+	// succeeded and the transaction committed.
+	Cache cache.Cache
+	// Clock stamps processed_at. Default: the real clock.
+	Clock clockwork.Clock
+	// TxOptions are the options of the inbox's transactions. Default: READ
+	// COMMITTED.
+	TxOptions *stdsql.TxOptions
+	// Hooks receives what the inbox does. Default: NopInboxHooks.
+	Hooks InboxHooks
+}
+
+// InboxHooks receives what the inbox does, for metrics and tests. Methods
+// are called synchronously: return quickly. Embed NopInboxHooks.
+type InboxHooks interface {
+	// Consumed is called after a new message was handled successfully.
+	Consumed(namespace string)
+	// Duplicate is called for a message dropped as a duplicate; cached
+	// reports a cache hit.
+	Duplicate(namespace string, cached bool)
+	// Failed is called when the handler failed (or the key was missing).
+	Failed(namespace string, err error)
+	// CacheError is called when the cache failed; the table decided instead.
+	CacheError(err error)
+}
+
+// NopInboxHooks implements InboxHooks and does nothing.
+type NopInboxHooks struct{}
+
+// Consumed implements InboxHooks.
+func (NopInboxHooks) Consumed(string) {}
+
+// Duplicate implements InboxHooks.
+func (NopInboxHooks) Duplicate(string, bool) {}
+
+// Failed implements InboxHooks.
+func (NopInboxHooks) Failed(string, error) {}
+
+// CacheError implements InboxHooks.
+func (NopInboxHooks) CacheError(error) {}
+
+// Inbox drops messages whose key was already processed. Build it with
+// NewInbox and add Middleware to a router or handler; use it for the
+// subscriber decorator in package subscriber.
+type Inbox struct {
+	config InboxConfig
+	logger watermill.LoggerAdapter
+
+	mu           sync.Mutex
+	warnedAcked  bool
+	topicHandler map[string]string // namespace + topic -> first handler seen
+	warnedTopic  map[string]bool
+	lastCacheLog time.Time
+}
+
+// NewInbox validates config and returns an Inbox.
+func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+	var errs []error
+	if config.DB == nil {
+		errs = append(errs, errors.New("InboxConfig.DB is nil"))
+	} else if _, isTx := config.DB.(interface{ Commit() error }); isTx {
+		errs = append(errs, errors.New("InboxConfig.DB is a transaction; the inbox opens its own on a pool"))
+	}
+	if config.Dialect == nil {
+		errs = append(errs, errors.New("InboxConfig.Dialect is nil"))
+	}
+	if config.Mode != Transactional && config.Mode != NonTransactional {
+		errs = append(errs, fmt.Errorf("InboxConfig.Mode %d is neither Transactional nor NonTransactional", int(config.Mode)))
+	}
+	if len(config.Namespace) > MaxKeyLength || !utf8.ValidString(config.Namespace) {
+		errs = append(errs, fmt.Errorf("InboxConfig.Namespace must be valid UTF-8 of at most %d bytes", MaxKeyLength))
+	}
+	if config.Namespace != "" && config.NamespaceByHandler {
+		errs = append(errs, errors.New("InboxConfig.Namespace and NamespaceByHandler are exclusive"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+	}
+	if config.Key == nil {
+		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
+	}
+	if config.Clock == nil {
+		config.Clock = clockwork.NewRealClock()
+	}
+	if config.TxOptions == nil {
+		config.TxOptions = &stdsql.TxOptions{Isolation: stdsql.LevelReadCommitted}
+	}
+	if config.Hooks == nil {
+		config.Hooks = NopInboxHooks{}
+	}
+	if logger == nil {
+		logger = watermill.NopLogger{}
+	}
+	return &Inbox{
+		config:       config,
+		logger:       logger.With(watermill.LogFields{"component": "oncebox-inbox", "mode": config.Mode.String()}),
+		topicHandler: map[string]string{},
+		warnedTopic:  map[string]bool{},
+	}, nil
+}
+
+// Middleware is the router middleware: it runs h at most once per key (see
+// InboxMode for what "once" means on failure). Duplicates are acked and
+// produce no messages.
+func (i *Inbox) Middleware(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		i.checkAckedEarly(msg)
+		i.checkSharedTopic(msg.Context())
+		var produced []*message.Message
+		err := i.Process(msg, func(msg *message.Message) error {
+			var err error
+			produced, err = h(msg)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return produced, nil
+	}
+}
+
+// Process runs handle for msg unless msg's key was already processed, in
+// the configured mode. It returns nil for a duplicate, and handle's error
+// (or a database error) otherwise. During handle, msg's context carries the
+// transaction in Transactional mode (see TxFromContext); it is restored
+// afterwards.
+func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) error) error {
+	ns := i.namespace(msg.Context())
+	key := i.config.Key(msg)
+	if err := validKey(key); err != nil {
+		if !i.config.AllowMissingKey {
+			err = fmt.Errorf("%w: message %s: %v", oncebox.ErrMissingEventID, msg.UUID, err)
+			i.config.Hooks.Failed(ns, err)
+			return err
+		}
+		i.logger.Debug("Message without a usable key handled without deduplication", watermill.LogFields{"message_uuid": msg.UUID})
+		return i.runUnkeyed(msg, handle)
+	}
+	cacheKey := ns + "/" + key
+	if i.config.Cache != nil {
+		hit, err := i.config.Cache.Contains(msg.Context(), cacheKey)
+		if err != nil {
+			i.cacheFailed(err)
+		} else if hit {
+			i.config.Hooks.Duplicate(ns, true)
+			return nil
+		}
+	}
+	var err error
+	var duplicate bool
+	if i.config.Mode == NonTransactional {
+		duplicate, err = i.processAtMostOnce(msg, ns, key, handle)
+	} else {
+		duplicate, err = i.processInTx(msg, ns, key, handle)
+	}
+	if err != nil {
+		i.config.Hooks.Failed(ns, err)
+		return err
+	}
+	if duplicate {
+		i.config.Hooks.Duplicate(ns, false)
+	} else {
+		i.config.Hooks.Consumed(ns)
+	}
+	// Committed either way: by us now, or by whoever processed it first.
+	i.cacheAdd(msg.Context(), cacheKey)
+	return nil
+}
+
+// processInTx records the key and runs handle in one transaction.
+func (i *Inbox) processInTx(msg *message.Message, ns, key string, handle func(*message.Message) error) (duplicate bool, err error) {
+	ctx := msg.Context()
+	tx, err := i.config.DB.BeginTx(ctx, i.config.TxOptions)
+	if err != nil {
+		return false, fmt.Errorf("oncebox: inbox: begin: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			if rbErr := tx.Rollback(); rbErr != nil && err != nil {
+				err = errors.Join(err, fmt.Errorf("oncebox: inbox: rollback: %w", rbErr))
+			}
+		}
+	}()
+	isNew, err := i.record(ctx, tx, ns, key)
+	if err != nil || !isNew {
+		return !isNew && err == nil, err
+	}
+	msg.SetContext(context.WithValue(ctx, txKey{}, tx))
+	err = safeHandle(handle, msg)
+	msg.SetContext(ctx)
+	if err != nil {
+		return false, err
+	}
+	committed = true
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("oncebox: inbox: commit: %w", err)
+	}
+	return false, nil
+}
+
+// processAtMostOnce records and commits the key, then runs handle.
+func (i *Inbox) processAtMostOnce(msg *message.Message, ns, key string, handle func(*message.Message) error) (duplicate bool, err error) {
+	isNew, err := i.record(msg.Context(), i.config.DB, ns, key)
+	if err != nil || !isNew {
+		return !isNew && err == nil, err
+	}
+	if err := safeHandle(handle, msg); err != nil {
+		i.logger.Error("Handler failed after its id was recorded: at-most-once, redeliveries will be skipped", err,
+			watermill.LogFields{"key": key, "namespace": ns, "message_uuid": msg.UUID})
+		return false, err
+	}
+	return false, nil
+}
+
+// runUnkeyed runs handle without deduplication, in a transaction in
+// Transactional mode so that TxFromContext still works.
+func (i *Inbox) runUnkeyed(msg *message.Message, handle func(*message.Message) error) error {
+	if i.config.Mode == NonTransactional {
+		return safeHandle(handle, msg)
+	}
+	ctx := msg.Context()
+	tx, err := i.config.DB.BeginTx(ctx, i.config.TxOptions)
+	if err != nil {
+		return fmt.Errorf("oncebox: inbox: begin: %w", err)
+	}
+	msg.SetContext(context.WithValue(ctx, txKey{}, tx))
+	err = safeHandle(handle, msg)
+	msg.SetContext(ctx)
+	if err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// record inserts the key unless present and reports whether it was new.
+func (i *Inbox) record(ctx context.Context, db wsql.ContextExecutor, ns, key string) (bool, error) {
+	q := i.config.Dialect.InboxInsert(ns, key, i.config.Clock.Now().UTC())
+	res, err := db.ExecContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return false, fmt.Errorf("oncebox: inbox: record %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("oncebox: inbox: record %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+func (i *Inbox) namespace(ctx context.Context) string {
+	if i.config.NamespaceByHandler {
+		return message.HandlerNameFromCtx(ctx)
+	}
+	return i.config.Namespace
+}
+
+func (i *Inbox) cacheAdd(ctx context.Context, key string) {
+	if i.config.Cache == nil {
+		return
+	}
+	if err := i.config.Cache.Add(context.WithoutCancel(ctx), key); err != nil {
+		i.cacheFailed(err)
+	}
+}
+
+// cacheFailed logs a cache error, at most once every ten seconds so that a
+// cache outage does not flood the log; the table keeps deciding.
+func (i *Inbox) cacheFailed(err error) {
+	i.config.Hooks.CacheError(err)
+	i.mu.Lock()
+	now := time.Now()
+	log := now.Sub(i.lastCacheLog) > 10*time.Second
+	if log {
+		i.lastCacheLog = now
+	}
+	i.mu.Unlock()
+	if log {
+		i.logger.Error("Inbox cache failed; deciding with the inbox table", err, nil)
+	}
+}
+
+// checkAckedEarly warns once when a message reaches the inbox already acked:
+// middleware.InstantAck outside the inbox, or a subscriber that acknowledges
+// on receipt. A crash during the handler would then lose the message.
+func (i *Inbox) checkAckedEarly(msg *message.Message) {
+	select {
+	case <-msg.Acked():
+	default:
+		return
+	}
+	i.mu.Lock()
+	warned := i.warnedAcked
+	i.warnedAcked = true
+	i.mu.Unlock()
+	if !warned {
+		i.logger.Info("WARNING: message acked before the inbox ran (middleware.InstantAck outside the inbox, or a "+
+			"subscriber that acknowledges on receipt): a crash during the handler loses the message. "+
+			"Ack only after the handler returned.", watermill.LogFields{
+			"handler": message.HandlerNameFromCtx(msg.Context()), "topic": message.SubscribeTopicFromCtx(msg.Context())})
+	}
+}
+
+// checkSharedTopic warns once per topic when two handlers of one process
+// share the inbox namespace for the same topic: the second would skip every
+// event the first handled (the brief's "one consumer per event per service").
+func (i *Inbox) checkSharedTopic(ctx context.Context) {
+	handler, topic := message.HandlerNameFromCtx(ctx), message.SubscribeTopicFromCtx(ctx)
+	if handler == "" || topic == "" || i.config.NamespaceByHandler {
+		return
+	}
+	k := i.config.Namespace + "\x00" + topic
+	i.mu.Lock()
+	first, seen := i.topicHandler[k]
+	if !seen {
+		i.topicHandler[k] = handler
+	}
+	warn := seen && first != handler && !i.warnedTopic[k]
+	if warn {
+		i.warnedTopic[k] = true
+	}
+	i.mu.Unlock()
+	if warn {
+		i.logger.Info("WARNING: two handlers share the inbox for one topic: each event is handled by only one of them. "+
+			"Give each effect its own event type, or set InboxConfig.NamespaceByHandler.",
+			watermill.LogFields{"topic": topic, "handlers": first + ", " + handler, "namespace": i.config.Namespace})
+	}
+}
+
+func validKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("the key is empty")
+	case len(key) > MaxKeyLength:
+		return fmt.Errorf("the key is %d bytes long, more than %d", len(key), MaxKeyLength)
+	case !utf8.ValidString(key):
+		return errors.New("the key is not valid UTF-8")
+	}
+	for _, r := range key {
+		if r == 0 {
+			return errors.New("the key contains NUL")
+		}
+	}
+	return nil
+}
+
+// safeHandle turns a handler panic into an error: the transaction rolls back
+// and the message is nacked, as for any failure.
+func safeHandle(handle func(*message.Message) error, msg *message.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("oncebox: handler panicked: %v", r)
+		}
+	}()
+	return handle(msg)
+}
+
+type txKey struct{}
+
+// TxFromContext returns the inbox's transaction from a handler's context
+// (msg.Context()) in Transactional mode.
+func TxFromContext(ctx context.Context) (wsql.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(wsql.Tx)
+	return tx, ok
+}
+
+// PgxTxFromContext returns the inbox's transaction as a pgx.Tx, when the
+// inbox runs on a pgx pool (sql.BeginnerFromPgx).
+func PgxTxFromContext(ctx context.Context) (pgx.Tx, bool) {
+	tx, ok := TxFromContext(ctx)
+	if !ok {
+		return nil, false
+	}
+	switch t := tx.(type) {
+	case *wsql.PgxTx:
+		return t.Tx, true
+	case wsql.PgxTx:
+		return t.Tx, true
+	}
+	return nil, false
+}
+
+// StdTxFromContext returns the inbox's transaction as a *sql.Tx, when the
+// inbox runs on a *sql.DB (sql.BeginnerFromStdSQL).
+func StdTxFromContext(ctx context.Context) (*stdsql.Tx, bool) {
+	tx, ok := TxFromContext(ctx)
+	if !ok {
+		return nil, false
+	}
+	switch t := tx.(type) {
+	case *wsql.StdSQLTx:
+		return t.Tx, true
+	case wsql.StdSQLTx:
+		return t.Tx, true
+	}
+	return nil, false
+}

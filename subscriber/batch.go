@@ -1,0 +1,100 @@
+package subscriber
+
+import (
+	"context"
+	"fmt"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+// BatchInbox records batches of ids in the inbox table. Batch consumes go
+// straight to the table, never through the cache (the brief's rule).
+type BatchInbox struct {
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// Namespace is the consumer namespace ("" by default, as the inbox's).
+	Namespace string
+	// Key returns a message's key. Default: the oncebox_event_id header.
+	Key middleware.KeyFunc
+	// Clock stamps processed_at. Default: the real clock.
+	Clock clockwork.Clock
+}
+
+// FilterNew records the keys of msgs in one statement inside tx, the
+// caller's transaction, and returns the messages whose key was new, in their
+// order; a key repeated within the batch keeps its first message. Handle the
+// returned messages in the same transaction and commit: a partly redelivered
+// batch is then handled right with no code in the handler, and a rollback
+// forgets the ids with the work. A message without a usable key fails the
+// whole call with oncebox.ErrMissingEventID, naming it; nothing is recorded.
+func (b BatchInbox) FilterNew(ctx context.Context, tx wsql.ContextExecutor, msgs []*message.Message) ([]*message.Message, error) {
+	key := b.Key
+	if key == nil {
+		key = middleware.KeyFromMetadata(oncebox.HeaderEventID)
+	}
+	keys := make([]string, len(msgs))
+	for i, m := range msgs {
+		if m == nil {
+			return nil, fmt.Errorf("%w: batch message %d is nil", oncebox.ErrInvalidInput, i)
+		}
+		k := key(m)
+		if k == "" || len(k) > middleware.MaxKeyLength {
+			return nil, fmt.Errorf("%w: batch message %d (uuid %s) has no usable key", oncebox.ErrMissingEventID, i, m.UUID)
+		}
+		keys[i] = k
+	}
+	fresh, err := b.RecordNew(ctx, tx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*message.Message, 0, len(fresh))
+	for i, m := range msgs {
+		if fresh[keys[i]] {
+			out = append(out, m)
+			delete(fresh, keys[i]) // a repeated key keeps its first message
+		}
+	}
+	return out, nil
+}
+
+// RecordNew records keys in one statement inside tx and returns the set of
+// those that were new.
+func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys []string) (map[string]bool, error) {
+	if b.Dialect == nil {
+		return nil, fmt.Errorf("%w: BatchInbox.Dialect is nil", oncebox.ErrInvalidConfig)
+	}
+	if tx == nil {
+		return nil, fmt.Errorf("%w: batch inbox", oncebox.ErrNoTransaction)
+	}
+	fresh := make(map[string]bool, len(keys))
+	if len(keys) == 0 {
+		return fresh, nil
+	}
+	clock := b.Clock
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	q := b.Dialect.InboxInsertMany(b.Namespace, keys, clock.Now().UTC())
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, fmt.Errorf("oncebox: batch inbox: record %d keys: %w", len(keys), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("oncebox: batch inbox: %w", err)
+		}
+		fresh[k] = true
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, fmt.Errorf("oncebox: batch inbox: %w", e.Err())
+	}
+	return fresh, nil
+}
