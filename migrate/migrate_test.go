@@ -60,7 +60,7 @@ func TestMigrateCreatesEveryTableAndIsIdempotent(t *testing.T) {
 		idx = append(idx, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"outbox_events_failed_idx", "outbox_events_in_process_idx",
+	require.Equal(t, []string{"outbox_dlq_events_message_uq", "outbox_events_failed_idx", "outbox_events_in_process_idx",
 		"outbox_events_pending_idx", "outbox_events_processed_idx"}, idx)
 }
 
