@@ -1,7 +1,7 @@
 # oncebox for Go — run `make help` for the targets.
 GO       ?= go
 PKGS     ?= ./...
-SERVICES ?= postgres
+SERVICES ?= postgres redis
 
 .DEFAULT_GOAL := help
 

@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +19,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// golang-lru's expirable cache runs one expiry goroutine per cache for
+	// the life of the process.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1"))
 }
 
 type bundle struct {
@@ -120,4 +123,13 @@ func logged(l *watermill.CaptureLoggerAdapter, substr string) bool {
 
 func wsqlStd(t *testing.T, b *bundle) wsql.Beginner {
 	return wsql.BeginnerFromStdSQL(b.schema.StdDB(t))
+}
+
+// redisAddr is the Redis of the machine: $ONCEBOX_TEST_REDIS_ADDR or
+// 127.0.0.1:6379.
+func redisAddr() string {
+	if a := os.Getenv("ONCEBOX_TEST_REDIS_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:6379"
 }

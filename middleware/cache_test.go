@@ -1,0 +1,115 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/cache"
+	"github.com/oncebox/watermill-oncebox/cache/rediscache"
+	"github.com/oncebox/watermill-oncebox/internal/tcpproxy"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+// cacheHooks counts what the inbox reports about the cache.
+type cacheHooks struct {
+	middleware.NopInboxHooks
+	mu          sync.Mutex
+	hits        int
+	cacheErrors int
+}
+
+func (h *cacheHooks) Duplicate(_ string, cached bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cached {
+		h.hits++
+	}
+}
+
+func (h *cacheHooks) CacheError(error) { h.mu.Lock(); h.cacheErrors++; h.mu.Unlock() }
+
+func (h *cacheHooks) counts() (hits, cacheErrors int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hits, h.cacheErrors
+}
+
+func TestCacheHitIssuesNoSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mem, err := cache.NewMemory(1000, time.Hour)
+	require.NoError(t, err)
+	hooks := &cacheHooks{}
+	c := newCounter()
+	h := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.Cache, cfg.Hooks = mem, hooks }).Middleware(c.handle(t, b))
+	key := newKey(t)
+
+	_, err = h(event(key)) // a miss: the table decides, then the cache learns
+	require.NoError(t, err)
+	b.trace.Reset()
+	_, err = h(event(key))
+	require.NoError(t, err)
+	require.Empty(t, b.trace.Statements(), "a cache hit touches no database")
+	require.Equal(t, 1, c.count(key))
+	hits, _ := hooks.counts()
+	require.Equal(t, 1, hits)
+}
+
+func TestCacheLearnsOnlyAfterCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mem, err := cache.NewMemory(1000, time.Hour)
+	require.NoError(t, err)
+	c := newCounter()
+	c.fail = func(string, int) error { return errors.New("boom") }
+	h := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.Cache = mem }).Middleware(c.handle(t, b))
+	key := newKey(t)
+	_, err = h(event(key))
+	require.Error(t, err)
+	hit, err := mem.Contains(context.Background(), "/"+key)
+	require.NoError(t, err)
+	require.False(t, hit, "a failed handler never marks the event processed in the cache")
+	c.fail = nil
+	_, err = h(event(key))
+	require.NoError(t, err, "so the redelivery runs")
+	require.Equal(t, 2, c.count(key))
+}
+
+func TestRedisCacheLostMidTestStillCorrect(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	proxy := tcpproxy.Start(t, "127.0.0.1:0", redisAddr())
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	rc, err := rediscache.New(client, rediscache.Config{Name: "oncebox-test-" + newKey(t), TTL: time.Minute, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	hooks := &cacheHooks{}
+	c := newCounter()
+	h := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.Cache, cfg.Hooks = rc, hooks }).Middleware(c.handle(t, b))
+
+	before := newKey(t)
+	_, err = h(event(before))
+	require.NoError(t, err)
+	_, err = h(event(before))
+	require.NoError(t, err)
+	hits, _ := hooks.counts()
+	require.Equal(t, 1, hits, "served by Redis")
+
+	proxy.Kill() // Redis is gone
+	after := newKey(t)
+	for _, key := range []string{before, after, after} {
+		_, err = h(event(key))
+		require.NoError(t, err, "a cache error never fails a message")
+	}
+	require.Equal(t, 1, c.count(before), "the table still drops the duplicate")
+	require.Equal(t, 1, c.count(after), "and runs a new event once")
+	_, cacheErrors := hooks.counts()
+	require.Positive(t, cacheErrors)
+}
