@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
@@ -23,11 +25,36 @@ type env struct {
 const benchSchema = "oncebox_bench"
 
 func newEnv(ctx context.Context, dsn string, scale float64) (*env, error) {
+	pool, err := newPool(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &env{dsn: dsn, pool: pool, scale: scale}, nil
+}
+
+// poolOption adjusts a pool's configuration before it connects.
+type poolOption func(*pgxpool.Config)
+
+// onDatabase connects to database instead of the DSN's.
+func onDatabase(database string) poolOption {
+	return func(c *pgxpool.Config) { c.ConnConfig.Database = database }
+}
+
+// withTracer installs tr on every connection of the pool.
+func withTracer(tr pgx.QueryTracer) poolOption {
+	return func(c *pgxpool.Config) { c.ConnConfig.Tracer = tr }
+}
+
+// newPool connects to dsn with at most 8 connections, as adjusted by opts.
+func newPool(ctx context.Context, dsn string, opts ...poolOption) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DSN: %w", err)
 	}
 	cfg.MaxConns = 8
+	for _, o := range opts {
+		o(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -36,12 +63,20 @@ func newEnv(ctx context.Context, dsn string, scale float64) (*env, error) {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL at %s: %w", dsn, err)
 	}
-	return &env{dsn: dsn, pool: pool, scale: scale}, nil
+	return pool, nil
 }
 
 func (e *env) close() {
-	_, _ = e.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+benchSchema+" CASCADE")
+	e.dropSchema()
 	e.pool.Close()
+}
+
+// dropSchema removes the bench schema and everything in it. Scenarios defer
+// it so that an error leaves nothing behind.
+func (e *env) dropSchema() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = e.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+benchSchema+" CASCADE")
 }
 
 // n scales a work amount, keeping at least min.
@@ -52,12 +87,17 @@ func (e *env) n(base, min int) int {
 // freshSchema drops and re-creates the bench schema, migrated, and returns
 // its dialect.
 func (e *env) freshSchema(ctx context.Context) (*dialects.PostgreSQL, error) {
-	if _, err := e.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+benchSchema+" CASCADE; CREATE SCHEMA "+benchSchema); err != nil {
+	return freshSchemaOn(ctx, e.pool)
+}
+
+// freshSchemaOn is freshSchema on the database of pool.
+func freshSchemaOn(ctx context.Context, pool *pgxpool.Pool) (*dialects.PostgreSQL, error) {
+	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+benchSchema+" CASCADE; CREATE SCHEMA "+benchSchema); err != nil {
 		return nil, err
 	}
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: benchSchema})
 	if err != nil {
 		return nil, err
 	}
-	return d, migrate.Migrate(ctx, wsql.BeginnerFromPgx(e.pool), d)
+	return d, migrate.Migrate(ctx, wsql.BeginnerFromPgx(pool), d)
 }

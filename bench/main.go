@@ -3,8 +3,9 @@
 // bench/results/latest.md and bench/results/latest.json. Speed is reported as
 // ratios against a baseline measured in the same run, never asserted in tests.
 //
-//	go run ./bench                     # every scenario
-//	go run ./bench -scenarios publish  # one scenario
+//	go run ./bench                          # every scenario
+//	go run ./bench -scenarios relay,idle    # some scenarios
+//	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
 package main
 
 import (
@@ -25,9 +26,22 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{"publish", "publishing inside a business transaction vs a raw multi-row INSERT", runPublish},
+	{"relay", "relay throughput from a backlog to a no-op publisher: oncebox poller and Watermill's forwarder vs a raw SQL claim-and-mark loop", runRelay},
+	{"idle", "SQL statements and transactions per hour for one idle event type: oncebox poller (defaults, simulated hour) vs Watermill's forwarder (defaults)", runIdle},
+	{"latency", "commit-to-publish latency at a steady 300 events/s, one event per business transaction", runLatency},
+	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the scenarios asked for and writes the report. It returns instead
+// of exiting so that every deferred clean-up runs on an error too.
+func run() error {
 	var (
 		only    = flag.String("scenarios", "", "comma-separated scenarios to run (default: all)")
 		dsn     = flag.String("postgres", envOr("ONCEBOX_BENCH_POSTGRES_DSN", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN")
@@ -41,8 +55,7 @@ func main() {
 
 	e, err := newEnv(ctx, *dsn, *scale)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+		return err
 	}
 	defer e.close()
 
@@ -55,17 +68,13 @@ func main() {
 		start := time.Now()
 		rows, err := s.run(ctx, e)
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", s.name, err)
-			os.Exit(1)
+			return fmt.Errorf("%s: %w", s.name, err)
 		}
 		rep.Scenarios = append(rep.Scenarios, scenarioResult{Name: s.name, Description: s.desc, Rows: rows,
 			Seconds: time.Since(start).Seconds()})
 	}
 	fmt.Print(rep.markdown())
-	if err := rep.write(*out); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
+	return rep.write(*out)
 }
 
 func envOr(k, def string) string {
@@ -83,3 +92,6 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// stderr receives progress lines.
+var stderr = os.Stderr

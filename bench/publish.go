@@ -12,7 +12,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -36,7 +35,7 @@ func runPublish(ctx context.Context, e *env) ([]row, error) {
 	}
 	defer conn.Release()
 
-	payload := []byte(`{"order_id":"0192f4a0-0000-7000-8000-000000000000","total":4200,"currency":"EUR"}`)
+	payload := orderPayload
 	cfg := publisher.Config{Dialect: d}
 	var rows []row
 	for _, perTx := range []int{1, 100} {
@@ -60,7 +59,7 @@ func runPublish(ctx context.Context, e *env) ([]row, error) {
 			}
 			runRaw := func() (float64, error) {
 				return timeTxs(ctx, conn.Conn(), txs/rounds, func(tx pgx.Tx) error {
-					return rawInsert(ctx, tx, d, perTx, payload)
+					return rawInsert(ctx, tx, d, perTx)
 				})
 			}
 			// Alternate which goes first, so that neither always runs on a
@@ -91,21 +90,13 @@ func runPublish(ctx context.Context, e *env) ([]row, error) {
 
 // rawInsert writes perTx rows with the columns the publisher fills, built by
 // hand: the ids and the metadata JSON are the least any outbox must compute.
-func rawInsert(ctx context.Context, tx pgx.Tx, d dialects.Dialect, perTx int, payload []byte) error {
-	now := time.Now().UTC()
-	evs := make([]dialects.EventRow, perTx)
-	for i := range evs {
-		id, err := oncebox.NewEventID()
-		if err != nil {
-			return err
-		}
-		evs[i] = dialects.EventRow{ID: id, EventType: "order-created", Topic: "order-created",
-			MessageUUID: watermill.NewUUID(), Payload: payload,
-			Metadata:  `{"tenant":"acme","oncebox_event_id":"` + id.String() + `","oncebox_event_type":"order-created"}`,
-			CreatedAt: now}
+func rawInsert(ctx context.Context, tx pgx.Tx, d dialects.Dialect, perTx int) error {
+	evs, err := newEventRows(perTx, "order-created", time.Now().UTC())
+	if err != nil {
+		return err
 	}
 	q := d.EventsInsert(evs)
-	_, err := tx.Exec(ctx, q.SQL, q.Args...)
+	_, err = tx.Exec(ctx, q.SQL, q.Args...)
 	return err
 }
 

@@ -82,7 +82,8 @@ type Dialect interface {
 	// of ClaimedEvent.ScanTargets). Dialects whose Features.SkipLocked is not
 	// SkipLockedCTE add their own multi-statement form with their issue.
 	EventsClaim(p ClaimParams) Query
-	// EventsMarkProcessed marks ids PROCESSED where the claim token matches.
+	// EventsMarkProcessed marks ids PROCESSED where the claim token matches
+	// and returns the ids it marked, one per row.
 	EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
 	// EventsMarkFailed writes each row's new state after a failed send where
 	// the claim token matches.

@@ -41,11 +41,13 @@ const claimReturningQualified = "id, e.topic, e.partition_key, e.message_uuid, e
 
 // EventsMarkProcessed implements Dialect. The claim token guards the update:
 // a row recovered and claimed again by another instance has a new token, so a
-// late finalize of the old claim changes nothing.
+// late finalize of the old claim changes nothing. It returns the ids it
+// marked, so that only those are reported as sent.
 func (d *PostgreSQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = $1
- WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'`,
+ WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'
+RETURNING id`,
 		Args: []any{now, d.idArray(ids), d.EncodeID(token)},
 	}
 }

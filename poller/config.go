@@ -28,7 +28,9 @@ type Config struct {
 	// InstanceID names this instance in the leases of the jobs table.
 	// Default: hostname-pid-random.
 	InstanceID string
-	// Clock drives every delay and timestamp. Default: the real clock.
+	// Clock drives every delay and timestamp of the relay's work. Default:
+	// the real clock. CloseTimeout and FinalizeTimeout are always real time:
+	// they bound a shutdown, not the work.
 	Clock clockwork.Clock
 	// CloseTimeout bounds how long Close waits for batches in flight before
 	// cancelling their sends and releasing their rows. Default 30s.

@@ -294,7 +294,7 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 	}
 
 	var errs []error
-	exec := func(q dialects.Query, want int, what string) (ok bool) {
+	exec := func(q dialects.Query, want int, what string) {
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
 		err := p.withConn(ctx, func() error {
@@ -302,10 +302,8 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err == nil && int(n) != want {
-				p.logger.Info("Stale finalize: the claim was recovered and taken again by another instance",
-					watermill.LogFields{"event_type": ec.EventType, "what": what, "want": want, "got": n})
-				p.config.Hooks.StaleFinalize(ec.EventType, want, int(n))
+			if n, err := res.RowsAffected(); err == nil {
+				p.staleCheck(ec, what, want, int(n))
 			}
 			return nil
 		})
@@ -313,12 +311,15 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 			// The rows stay IN_PROCESS and the recovery job returns them to
 			// PENDING after max-batch-processing-time: sent again, not lost.
 			errs = append(errs, fmt.Errorf("oncebox: mark %d events of %q %s: %w", want, ec.EventType, what, err))
-			return false
 		}
-		return true
 	}
-	if len(confirmed) > 0 && exec(p.d.EventsMarkProcessed(token, confirmed, now), len(confirmed), "processed") {
-		p.config.Hooks.Sent(ec.EventType, confirmed)
+	if len(confirmed) > 0 {
+		marked, err := p.markProcessed(ec, token, confirmed, now)
+		if err != nil {
+			errs = append(errs, err)
+		} else if len(marked) > 0 {
+			p.config.Hooks.Sent(ec.EventType, marked)
+		}
 	}
 	if len(failed) > 0 {
 		exec(p.d.EventsMarkFailed(token, failed, now), len(failed), "failed")
@@ -340,6 +341,51 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 		p.config.Hooks.BrokerUnavailable(ec.EventType, len(released), unavailableErr)
 	}
 	return len(released) > 0, errors.Join(errs...)
+}
+
+// markProcessed marks the confirmed ids PROCESSED and returns those it
+// marked: all of them, unless the claim went stale meanwhile.
+func (p *Poller) markProcessed(ec oncebox.EventConfig, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
+	ctx, cancel := p.finalizeCtx()
+	defer cancel()
+	var marked []oncebox.EventID
+	err := p.withConn(ctx, func() error {
+		q := p.d.EventsMarkProcessed(token, ids, now)
+		rows, err := p.db.QueryContext(ctx, q.SQL, q.Args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id oncebox.EventID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			marked = append(marked, id)
+		}
+		if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+			return e.Err()
+		}
+		return nil
+	})
+	if err != nil {
+		// The rows stay IN_PROCESS and the recovery returns them to PENDING
+		// after max-batch-processing-time: sent again, not lost.
+		return nil, fmt.Errorf("oncebox: mark %d events of %q processed: %w", len(ids), ec.EventType, err)
+	}
+	p.staleCheck(ec, "processed", len(ids), len(marked))
+	return marked, nil
+}
+
+// staleCheck reports a finalize that matched fewer rows than it meant to: the
+// claim was recovered and taken again by another instance meanwhile.
+func (p *Poller) staleCheck(ec oncebox.EventConfig, what string, want, got int) {
+	if got == want {
+		return
+	}
+	p.logger.Info("Stale finalize: the claim was recovered and taken again by another instance",
+		watermill.LogFields{"event_type": ec.EventType, "what": what, "want": want, "got": got})
+	p.config.Hooks.StaleFinalize(ec.EventType, want, got)
 }
 
 func (p *Poller) wakeDLQ() {

@@ -453,11 +453,25 @@ type faultyDB struct {
 	fails atomic.Int32
 }
 
-func (f *faultyDB) ExecContext(ctx context.Context, query string, args ...any) (wsql.Result, error) {
+func (f *faultyDB) fault(query string) error {
 	if strings.Contains(query, f.match) && f.fails.Add(-1) >= 0 {
-		return nil, errors.New("injected: connection reset by peer")
+		return errors.New("injected: connection reset by peer")
+	}
+	return nil
+}
+
+func (f *faultyDB) ExecContext(ctx context.Context, query string, args ...any) (wsql.Result, error) {
+	if err := f.fault(query); err != nil {
+		return nil, err
 	}
 	return f.Beginner.ExecContext(ctx, query, args...)
+}
+
+func (f *faultyDB) QueryContext(ctx context.Context, query string, args ...any) (wsql.Rows, error) {
+	if err := f.fault(query); err != nil {
+		return nil, err
+	}
+	return f.Beginner.QueryContext(ctx, query, args...)
 }
 
 // A finalize lost with the database connection leaves the rows IN_PROCESS:

@@ -131,7 +131,7 @@ type JobResult struct {
 func RunJob(ctx context.Context, clock clockwork.Clock, sched Schedule, wake <-chan struct{},
 	run func(ctx context.Context) JobResult, done func(r JobResult, took, next time.Duration)) {
 	s := sched.Strategy()
-	delay := sched.Min
+	delay := s.Next(false) // Min, and the next idle run waits Min × Multiplier
 	for Sleep(ctx, clock, delay, wake) {
 		start := clock.Now()
 		r := run(ctx)
