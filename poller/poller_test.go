@@ -505,3 +505,34 @@ func TestLostFinalizeIsRecoveredAndResent(t *testing.T) {
 	}
 	require.Equal(t, 0, b.schema.Count(t, b.schema.Dialect.Tables().Events, "retry_count <> 0"))
 }
+
+// unavailableMidBatch confirms the first message of each call and loses the
+// connection under the others.
+type unavailableMidBatch struct{ *recorder }
+
+func (u unavailableMidBatch) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
+	errs := make([]error, len(msgs))
+	for i := 1; i < len(msgs); i++ {
+		errs[i] = fmt.Errorf("connection reset: %w", oncebox.ErrBrokerUnavailable)
+	}
+	return errs, u.recorder.Publish(topic, msgs[0])
+}
+
+func TestConnectionLostMidBatchCountsNoAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.publish(t, b.clock, "order-created", 3)
+	rec := unavailableMidBatch{newRecorder()}
+	h := &hooks{}
+	cfg := b.config("order-created")
+	cfg.Hooks = h
+	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	require.NoError(t, err)
+	start(t, p)
+	require.NoError(t, b.clock.BlockUntilContext(context.Background(), 3))
+	require.Equal(t, 1, b.status(t, "PROCESSED"), "the confirmed message is kept")
+	require.Equal(t, 2, b.schema.Count(t, b.schema.Dialect.Tables().Events, "status = 'PENDING' AND retry_count = 0"),
+		"the others are released without an attempt")
+	require.Empty(t, h.snapshot().failures)
+	require.Equal(t, 1, h.snapshot().unavailable)
+}

@@ -18,7 +18,9 @@ type BatchPublisher interface {
 	message.Publisher
 	// PublishBatch sends msgs to topic and returns one error per message, in
 	// order: nil for a confirmed message, the broker's reason for a rejected
-	// one. A non-nil second result is the fate of the whole call (for
+	// one (an error for which Config.IsUnavailable holds counts no attempt:
+	// the message was not refused, the connection went away). A non-nil
+	// second result is the fate of the whole call (for
 	// example the broker could not be reached): the per-message results are
 	// then ignored. Each message's context is the poller's.
 	PublishBatch(topic string, msgs ...*message.Message) ([]error, error)
@@ -104,10 +106,17 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 			}
 		default:
 			for k, i := range idx {
-				if perMsg[k] == nil {
+				switch e := perMsg[k]; {
+				case e == nil:
 					results[i] = result{outcome: outcomeConfirmed}
-				} else {
-					results[i] = result{outcome: outcomeFailed, err: perMsg[k]}
+				case p.config.IsUnavailable(e):
+					// The connection went away under this message: it was not
+					// refused, so it counts no attempt, and the next topics of
+					// the batch are not tried.
+					results[i] = result{outcome: outcomeUnavailable, err: e}
+					unavailable = e
+				default:
+					results[i] = result{outcome: outcomeFailed, err: e}
 				}
 			}
 		}

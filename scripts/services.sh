@@ -43,6 +43,7 @@ start() {
       port_open 5672 && { echo "services: rabbitmq is up on 127.0.0.1:5672"; return; }
       echo "services: starting rabbitmq"
       rabbitmq-server -detached
+      rabbitmqctl await_startup >/dev/null 2>&1 || true
       wait_port rabbitmq 5672 ;;
     *) echo "services: unknown service $1" >&2; return 2 ;;
   esac

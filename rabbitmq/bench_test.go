@@ -1,0 +1,104 @@
+package rabbitmq_test
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	amqpwm "github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/rabbitmq"
+)
+
+// BenchmarkPublish5000 sends 5,000 persistent messages (about 250-byte
+// payloads, five headers) to a durable queue per iteration and reports
+// messages per second:
+//
+//	go test -run '^$' -bench . -benchtime 3x ./rabbitmq
+//
+// watermill-amqp with ConfirmDelivery publishes one message per call, as the
+// forwarder does, and waits for each confirm; ChannelPoolSize 0 (the
+// presets' default) opens a channel per call. The oncebox publisher sends
+// whole batches and waits for their confirms together.
+func BenchmarkPublish5000(b *testing.B) {
+	conn := admin(b)
+	const total = 5000
+	msgs := events(total)
+	for _, m := range msgs {
+		m.Payload = append(m.Payload, bytes.Repeat([]byte(" "), 240)...)
+	}
+	purge := func(b *testing.B, queue string) {
+		b.StopTimer()
+		ch, err := conn.Channel()
+		require.NoError(b, err)
+		_, err = ch.QueuePurge(queue, false)
+		require.NoError(b, err)
+		require.NoError(b, ch.Close())
+		b.StartTimer()
+	}
+	report := func(b *testing.B) {
+		b.ReportMetric(float64(total*b.N)/b.Elapsed().Seconds(), "msgs/s")
+	}
+
+	for _, pool := range []int{0, 1} {
+		name := "watermill-amqp-confirm-one-per-call/channel-per-call"
+		if pool > 0 {
+			name = "watermill-amqp-confirm-one-per-call/channel-pool-1"
+		}
+		b.Run(name, func(b *testing.B) {
+			queue := uniqueName(b, "oncebox-bench-wm")
+			declareQueue(b, conn, queue)
+			cfg := amqpwm.NewDurableQueueConfig(brokerURL())
+			cfg.Publish.ConfirmDelivery = true
+			cfg.Publish.ChannelPoolSize = pool
+			pub, err := amqpwm.NewPublisher(cfg, watermill.NopLogger{})
+			require.NoError(b, err)
+			defer func() { require.NoError(b, pub.Close()) }()
+			b.ResetTimer()
+			for range b.N {
+				for _, m := range msgs {
+					if err := pub.Publish(queue, m); err != nil {
+						b.Fatal(err)
+					}
+				}
+				purge(b, queue)
+			}
+			report(b)
+		})
+	}
+
+	for _, size := range []int{1, 200, 1000} {
+		name := "oncebox-PublishBatch/batch-" + strconv.Itoa(size)
+		b.Run(name, func(b *testing.B) {
+			queue := uniqueName(b, "oncebox-bench-ob")
+			declareQueue(b, conn, queue)
+			pub := newPublisher(b, rabbitmq.PublisherConfig{})
+			b.ResetTimer()
+			for range b.N {
+				for start := 0; start < total; start += size {
+					batch := msgs[start:min(start+size, total)]
+					results, err := pub.PublishBatch(queue, batch...)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := firstError(results); err != nil {
+						b.Fatal(err)
+					}
+				}
+				purge(b, queue)
+			}
+			report(b)
+		})
+	}
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
