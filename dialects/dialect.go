@@ -59,6 +59,9 @@ type Dialect interface {
 	// MigrationLock returns the statements that take the lock serialising
 	// concurrent migrations; they run first in the migration transaction.
 	MigrationLock() []Query
+	// SchemaCreate returns the statements that create the configured schema
+	// when it is missing (none without a schema); they run under the lock.
+	SchemaCreate() []Query
 	// MigrationUnlock returns the statements that release that lock; they run
 	// last, before commit (empty when the lock is released by the commit).
 	MigrationUnlock() []Query

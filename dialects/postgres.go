@@ -33,6 +33,7 @@ const postgresMaxBindParams = 65535
 
 // PostgreSQL is the dialect of PostgreSQL 12 and later (tested on 15).
 type PostgreSQL struct {
+	schema  string
 	tables  Tables
 	lockKey int64
 	insert1 string
@@ -47,7 +48,7 @@ func NewPostgreSQL(cfg oncebox.TablesConfig) (*PostgreSQL, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &PostgreSQL{tables: t, lockKey: advisoryKey(t.Migrations)}
+	d := &PostgreSQL{schema: cfg.Schema, tables: t, lockKey: advisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
 	return d, nil
 }
@@ -92,6 +93,16 @@ func (d *PostgreSQL) Migrations() ([]Migration, error) {
 // or rollback, so a crashed migrator never leaves it held.
 func (d *PostgreSQL) MigrationLock() []Query {
 	return []Query{{SQL: "SELECT pg_advisory_xact_lock($1)", Args: []any{d.lockKey}}}
+}
+
+// SchemaCreate implements Dialect: the configured schema, if any and
+// missing. It runs under the migration lock, so instances that start at once
+// do not race on it.
+func (d *PostgreSQL) SchemaCreate() []Query {
+	if d.schema == "" {
+		return nil
+	}
+	return []Query{{SQL: "CREATE SCHEMA IF NOT EXISTS " + d.schema}}
 }
 
 // MigrationUnlock implements Dialect: nothing, the commit releases the lock.

@@ -227,7 +227,10 @@ func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) erro
 		i.logger.Debug("Message without a usable key handled without deduplication", watermill.LogFields{"message_uuid": msg.UUID})
 		return i.runUnkeyed(msg, handle)
 	}
-	cacheKey := ns + "/" + key
+	cacheKey := key
+	if ns != "" {
+		cacheKey = ns + "/" + key
+	}
 	if i.config.Cache != nil {
 		hit, err := i.config.Cache.Contains(msg.Context(), cacheKey)
 		if err != nil {

@@ -61,6 +61,11 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 			return fmt.Errorf("oncebox: migrate: take the migration lock: %w", err)
 		}
 	}
+	for _, q := range d.SchemaCreate() {
+		if err := exec(ctx, tx, q); err != nil {
+			return fmt.Errorf("oncebox: migrate: create the schema: %w", err)
+		}
+	}
 	if err := exec(ctx, tx, d.MigrationsTableCreate()); err != nil {
 		return fmt.Errorf("oncebox: migrate: create %s: %w", d.Tables().Migrations, err)
 	}

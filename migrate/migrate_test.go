@@ -115,3 +115,23 @@ func TestMigrateRefusesATransactionAndBadArguments(t *testing.T) {
 type txBeginner struct{ wsql.Tx }
 
 func (txBeginner) BeginTx(context.Context, *sql.TxOptions) (wsql.Tx, error) { return nil, nil }
+
+func TestMigrateCreatesTheSchema(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewEmptySchema(t)
+	name := s.Name + "_new"
+	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: name})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = s.Pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+name+" CASCADE") })
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = migrate.Migrate(context.Background(), s.Beginner, d) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.True(t, tableExists(t, s, name+".outbox_events"))
+}
