@@ -507,22 +507,41 @@ func TestLostFinalizeIsRecoveredAndResent(t *testing.T) {
 }
 
 // unavailableMidBatch confirms the first message of each call and loses the
-// connection under the others.
-type unavailableMidBatch struct{ *recorder }
+// connection under the others; with wholeCall it also fails the call.
+type unavailableMidBatch struct {
+	*recorder
+	wholeCall bool
+}
 
 func (u unavailableMidBatch) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
 	errs := make([]error, len(msgs))
+	lost := fmt.Errorf("connection reset: %w", oncebox.ErrBrokerUnavailable)
 	for i := 1; i < len(msgs); i++ {
-		errs[i] = fmt.Errorf("connection reset: %w", oncebox.ErrBrokerUnavailable)
+		errs[i] = lost
 	}
-	return errs, u.recorder.Publish(topic, msgs[0])
+	if err := u.recorder.Publish(topic, msgs[0]); err != nil {
+		return nil, err
+	}
+	if u.wholeCall {
+		return errs, lost
+	}
+	return errs, nil
 }
 
 func TestConnectionLostMidBatchCountsNoAttempt(t *testing.T) {
 	t.Parallel()
+	for _, wholeCall := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole call %v", wholeCall), func(t *testing.T) {
+			t.Parallel()
+			testConnectionLostMidBatch(t, wholeCall)
+		})
+	}
+}
+
+func testConnectionLostMidBatch(t *testing.T, wholeCall bool) {
 	b := setup(t)
 	b.publish(t, b.clock, "order-created", 3)
-	rec := unavailableMidBatch{newRecorder()}
+	rec := unavailableMidBatch{newRecorder(), wholeCall}
 	h := &hooks{}
 	cfg := b.config("order-created")
 	cfg.Hooks = h

@@ -21,8 +21,11 @@ type BatchPublisher interface {
 	// one (an error for which Config.IsUnavailable holds counts no attempt:
 	// the message was not refused, the connection went away). A non-nil
 	// second result is the fate of the whole call (for
-	// example the broker could not be reached): the per-message results are
-	// then ignored. Each message's context is the poller's.
+	// example the broker could not be reached). When that error means the
+	// broker is unavailable and the per-message results are filled in, a nil
+	// result still marks a confirmed message, which is then not sent again;
+	// otherwise the per-message results are ignored. Each message's context
+	// is the poller's.
 	PublishBatch(topic string, msgs ...*message.Message) ([]error, error)
 }
 
@@ -97,7 +100,14 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		switch {
 		case callErr != nil && (p.config.IsUnavailable(callErr) || ctx.Err() != nil):
 			unavailable = callErr
-			for _, i := range idx {
+			for k, i := range idx {
+				// A publisher that still reports per message tells which
+				// messages the broker confirmed before it went away: keep
+				// those, so they are not sent again.
+				if len(perMsg) == len(idx) && perMsg[k] == nil {
+					results[i] = result{outcome: outcomeConfirmed}
+					continue
+				}
 				results[i] = result{outcome: outcomeUnavailable, err: callErr}
 			}
 		case callErr != nil:
@@ -134,8 +144,11 @@ func (p *Poller) publish(topic string, msgs []*message.Message) (perMsg []error,
 	}()
 	if bp, ok := p.pub.(BatchPublisher); ok {
 		perMsg, err = bp.PublishBatch(topic, msgs...)
-		if err == nil && len(perMsg) != len(msgs) {
-			return nil, fmt.Errorf("oncebox: PublishBatch returned %d results for %d messages", len(perMsg), len(msgs))
+		if len(perMsg) != len(msgs) {
+			if err == nil {
+				err = fmt.Errorf("oncebox: PublishBatch returned %d results for %d messages", len(perMsg), len(msgs))
+			}
+			perMsg = nil
 		}
 		return perMsg, err
 	}
