@@ -1,0 +1,18 @@
+// Package kafka is the Kafka side of oncebox: a Publisher for the relay that
+// sends a whole batch in one Sarama round trip and reports each message's
+// fate (poller.BatchPublisher), the recommended producer and consumer
+// configurations, and checks that warn about configurations that can lose
+// or reorder events or break the inbox.
+//
+// The relay:
+//
+//	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers}, logger)
+//	p, err := poller.New(db, pub, logger, poller.Config{Dialect: pg, Oncebox: cfg})
+//
+// The consuming service, with watermill-kafka's subscriber and the inbox:
+//
+//	sub, err := kafkawm.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "orders-service"), logger)
+//
+// docs/kafka.md describes the configurations, the warnings, how messages map
+// to Kafka records and how errors are classified.
+package kafka
