@@ -1,7 +1,7 @@
 # oncebox for Go — run `make help` for the targets.
 GO       ?= go
 PKGS     ?= ./...
-SERVICES ?= postgres redis
+SERVICES ?= postgres redis rabbitmq
 
 .DEFAULT_GOAL := help
 
@@ -13,8 +13,22 @@ help: ## List the targets.
 services: ## Start the local services the tests need if they are down.
 	@bash scripts/services.sh $(SERVICES)
 
+.PHONY: tools
+tools: ## Install the Debian packages the tests use (kcat) if they are missing.
+	@command -v kcat >/dev/null 2>&1 || { echo "tools: installing kcat"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null; }
+	@command -v kcat >/dev/null 2>&1 && echo "tools: kcat is installed"
+
+.PHONY: demo
+demo: services ## Run the quick-start demo: local PostgreSQL, in-process Kafka (DATABASE_URL, KAFKA_BROKERS override).
+	$(GO) run ./examples/quickstart
+
+.PHONY: orders
+orders: services ## Run the orders example (API + relay, shipping, traffic) for 15s and check it; BROKER=rabbitmq for RabbitMQ.
+	$(GO) run ./examples/orders/cmd/all-in-one
+
 .PHONY: test
-test: services ## Run every test with the race detector against the real services.
+test: services tools ## Run every test with the race detector against the real services.
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
 
 .PHONY: lint

@@ -29,6 +29,7 @@ var scenarios = []scenario{
 	{"relay", "relay throughput from a backlog to a no-op publisher: oncebox poller and Watermill's forwarder vs a raw SQL claim-and-mark loop", runRelay},
 	{"idle", "SQL statements and transactions per hour for one idle event type: oncebox poller (defaults, simulated hour) vs Watermill's forwarder (defaults)", runIdle},
 	{"latency", "commit-to-publish latency at a steady 300 events/s, one event per business transaction", runLatency},
+	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 

@@ -1,0 +1,284 @@
+// Package shipping is the consuming service of the orders example. It
+// subscribes to the order-created events with a Watermill router whose
+// middleware is oncebox's poison queue, Watermill's Retry and oncebox's
+// inbox, in that order (see docs/inbox.md), and for each new order reserves
+// stock, creates a shipment and marks the order "shipment_pending" — in the
+// inbox's transaction, so the effects and the event id commit together and a
+// redelivered event changes nothing.
+//
+// The service owns its own schema (default "shipping"): its tables and its
+// copy of oncebox's inbox, DLQ and jobs tables. It never reads the orders
+// service's tables.
+package shipping
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/cache"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
+	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+// DefaultSchema is the PostgreSQL schema the shipping service owns.
+const DefaultSchema = "shipping"
+
+// HandlerName is the router handler's name, stored with each message the
+// poison queue parks.
+const HandlerName = "ship-order"
+
+// Config configures a Service.
+type Config struct {
+	// Pool is the service's database. Required. The Service does not close
+	// it. Size it for the messages handled at once: the inbox holds one
+	// connection per message for the length of its handler.
+	Pool *pgxpool.Pool
+	// Schema holds the service's tables and its oncebox tables. Default
+	// DefaultSchema.
+	Schema string
+	// Oncebox is the oncebox configuration (oncebox.yaml): the topic of
+	// events.OrderCreatedType and inbox.clean-up.
+	Oncebox oncebox.Config
+	// Subscriber delivers the events. Required. The router closes it.
+	Subscriber message.Subscriber
+	// Cache, if set, answers "already processed?" before the inbox table
+	// (rediscache.New for a Redis shared by the instances).
+	Cache cache.Cache
+	// MaxRetries is how many times Retry runs a failed handler again before
+	// the poison queue parks the message. Default 3.
+	MaxRetries int
+	// RetryInterval is Retry's first wait, doubled at each retry. Default
+	// 100ms.
+	RetryInterval time.Duration
+	// CloseTimeout bounds how long handlers in flight get to finish at
+	// shutdown. Default 30s.
+	CloseTimeout time.Duration
+	// Logger logs. Default: nothing.
+	Logger watermill.LoggerAdapter
+}
+
+// Stats counts what the inbox did since the Service started.
+type Stats struct {
+	// Consumed is the number of events handled and committed.
+	Consumed int64
+	// Duplicates is the number of deliveries dropped as already processed,
+	// DuplicatesFromCache of them answered by the cache.
+	Duplicates, DuplicatesFromCache int64
+	// Failed is the number of failed handler runs (each retry counts).
+	Failed int64
+}
+
+// Service is the shipping consumer. Build it with New, run it with Run.
+type Service struct {
+	cfg     Config
+	pg      *dialects.PostgreSQL
+	topic   string
+	router  *message.Router
+	cleaner *middleware.InboxCleaner
+	logger  watermill.LoggerAdapter
+	stats   statsHooks
+	running chan struct{}
+	started atomic.Bool
+}
+
+// New prepares the service's schema (see package pgdb), then builds the
+// inbox, the poison queue, the router and the inbox clean-up.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("shipping: Config.Pool is nil")
+	}
+	if cfg.Subscriber == nil {
+		return nil, errors.New("shipping: Config.Subscriber is nil")
+	}
+	if cfg.Schema == "" {
+		cfg.Schema = DefaultSchema
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 3
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 100 * time.Millisecond
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = watermill.NopLogger{}
+	}
+	topic, err := events.Topic(cfg.Oncebox)
+	if err != nil {
+		return nil, fmt.Errorf("shipping: oncebox configuration: %w", err)
+	}
+	pg, err := pgdb.Setup(ctx, cfg.Pool, cfg.Schema, schemaDDL(cfg.Schema))
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, pg: pg, topic: topic, running: make(chan struct{}),
+		logger: cfg.Logger.With(watermill.LogFields{"service": "shipping"})}
+
+	db := wsql.BeginnerFromPgx(cfg.Pool)
+	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: pg, Cache: cfg.Cache, Hooks: &s.stats}, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: db, Dialect: pg}, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.cleaner, err = middleware.NewInboxCleaner(db, cfg.Logger, middleware.InboxCleanerConfig{Dialect: pg, CleanUp: cfg.Oncebox.Inbox.CleanUp})
+	if err != nil {
+		return nil, err
+	}
+	s.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.router.AddMiddleware(
+		poison.Middleware, // 1. outermost: parks what Retry gave up on, then acks it
+		wmw.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2, Logger: cfg.Logger}.Middleware, // 2.
+		inbox.Middleware, // 3. innermost: every attempt is a fresh transaction
+	)
+	s.router.AddConsumerHandler(HandlerName, topic, cfg.Subscriber, s.shipOrder)
+	return s, nil
+}
+
+// Dialect is the oncebox dialect of the service's schema (its tables'
+// names), for tools and checks.
+func (s *Service) Dialect() *dialects.PostgreSQL { return s.pg }
+
+// Topic is the topic (queue) the service consumes.
+func (s *Service) Topic() string { return s.topic }
+
+// Running is closed once the router runs its handler.
+func (s *Service) Running() <-chan struct{} { return s.running }
+
+// Stats returns what the inbox did so far.
+func (s *Service) Stats() Stats {
+	return Stats{Consumed: s.stats.consumed.Load(), Duplicates: s.stats.duplicates.Load(),
+		DuplicatesFromCache: s.stats.cached.Load(), Failed: s.stats.failed.Load()}
+}
+
+// Run consumes until ctx ends, running the inbox clean-up beside, and
+// serves Handler on ln when ln is not nil. Then it stops gracefully: the
+// router stops taking messages and gives the handlers in flight
+// CloseTimeout to finish (an interrupted one rolls back and its message is
+// redelivered), then the clean-up and the HTTP server stop. It returns nil
+// after a clean stop. Run may be called once.
+func (s *Service) Run(ctx context.Context, ln net.Listener) error {
+	if !s.started.CompareAndSwap(false, true) {
+		if ln != nil {
+			_ = ln.Close()
+		}
+		return errors.New("shipping: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 3)
+	goRun := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	// The router and the cleaner are stopped by Close, not by ctx, so that
+	// the handlers in flight finish their transactions.
+	routerDone := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := s.router.Run(context.WithoutCancel(ctx))
+		close(routerDone)
+		if err == nil && ctx.Err() == nil {
+			// Watermill closes the router when every handler ended, which
+			// happens when the subscriber gave up.
+			err = errors.New("stopped on its own: the subscription ended")
+		}
+		if err != nil {
+			errc <- fmt.Errorf("router: %w", err)
+			cancel()
+		}
+	}()
+	goRun("inbox cleaner", func() error { return s.cleaner.Run(context.WithoutCancel(ctx)) })
+	var srv *http.Server
+	if ln != nil {
+		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		goRun("http", func() error { return srv.Serve(ln) })
+	}
+	select {
+	case <-s.router.Running():
+		close(s.running)
+		s.logger.Info("Shipping service running", watermill.LogFields{"topic": s.topic, "schema": s.cfg.Schema})
+	case <-ctx.Done():
+	}
+
+	<-ctx.Done()
+	s.logger.Info("Shutting down", nil)
+	var errs []error
+	select {
+	case <-routerDone:
+		// The router already stopped (it could not subscribe, or the
+		// subscription ended): Close would wait for handlers that never
+		// run until its timeout. Close the subscriber, which it may not
+		// have done (a second Close does nothing).
+		_ = s.cfg.Subscriber.Close()
+	default:
+		if err := s.router.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("router: %w", err))
+		}
+	}
+	_ = s.cleaner.Close()
+	if srv != nil {
+		shutCtx, cancelShut := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelShut()
+		if err := srv.Shutdown(shutCtx); err != nil {
+			_ = srv.Close()
+		}
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	s.logger.Info("Shipping service stopped", nil)
+	return errors.Join(errs...)
+}
+
+// statsHooks counts the inbox's outcomes.
+type statsHooks struct {
+	middleware.NopInboxHooks
+	consumed, duplicates, cached, failed atomic.Int64
+}
+
+// Consumed implements middleware.InboxHooks.
+func (h *statsHooks) Consumed(string) { h.consumed.Add(1) }
+
+// Duplicate implements middleware.InboxHooks.
+func (h *statsHooks) Duplicate(_ string, cached bool) {
+	h.duplicates.Add(1)
+	if cached {
+		h.cached.Add(1)
+	}
+}
+
+// Failed implements middleware.InboxHooks.
+func (h *statsHooks) Failed(string, error) { h.failed.Add(1) }
