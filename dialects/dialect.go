@@ -120,6 +120,46 @@ type Dialect interface {
 	// DLQUpsertConsumer stores a poison message, or counts one more attempt
 	// on the row the same message and handler already have.
 	DLQUpsertConsumer(r DLQRow) Query
+
+	// DLQGet selects one DLQ row by id, columns in the order of
+	// DLQRecord.ScanTargets; no row when it does not exist.
+	DLQGet(id oncebox.EventID) Query
+	// DLQGetStatus selects the status of one DLQ row, one text column; no
+	// row when it does not exist.
+	DLQGetStatus(id oncebox.EventID) Query
+	// DLQList selects up to limit rows matching f in (moved_at, id) order,
+	// after the key when it is not nil, columns as DLQGet.
+	DLQList(f DLQFilter, after *DLQKey, limit int) Query
+	// DLQCount counts the rows matching f, one integer.
+	DLQCount(f DLQFilter) Query
+	// DLQSetStatus sets row id to status to if its status is one of from;
+	// one affected row means changed.
+	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQSetStatusMany sets the rows of ids whose status is one of from to
+	// status to; the affected count is the rows changed. The caller keeps
+	// len(ids) within Features.MaxInList when it is set.
+	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQSetStatusWhere sets the rows matching f whose status is one of from
+	// to status to; the affected count is the rows changed.
+	DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQDelete deletes row id unless it is IN_PROCESS; one affected row
+	// means deleted.
+	DLQDelete(id oncebox.EventID) Query
+	// DLQDeleteMany deletes the rows of ids that are not IN_PROCESS; the
+	// affected count is the rows deleted.
+	DLQDeleteMany(ids []oncebox.EventID) Query
+	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS;
+	// the affected count is the rows deleted.
+	DLQDeleteWhere(f DLQFilter) Query
+	// DLQTransferToOutbox moves up to limit TO_RETRY rows back to the outbox
+	// (PENDING, retry_count 0, due now; an event id already there is
+	// re-armed) and removes them from the DLQ atomically; the affected count
+	// is the DLQ rows moved. Dialects without data-modifying CTEs mark the
+	// rows IN_PROCESS first and add their own multi-statement form.
+	DLQTransferToOutbox(now time.Time, limit int) Query
+	// DLQDeleteResolved deletes up to limit RESOLVED rows last updated
+	// before cutoff.
+	DLQDeleteResolved(cutoff time.Time, limit int) Query
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be

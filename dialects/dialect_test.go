@@ -109,3 +109,59 @@ func TestPostgreSQLFeatures(t *testing.T) {
 	require.Contains(t, d.MigrationLock()[0].SQL, "pg_advisory_xact_lock")
 	require.Empty(t, d.MigrationUnlock(), "the transaction-level lock goes with the commit")
 }
+
+func TestPostgreSQLDLQGolden(t *testing.T) {
+	t.Parallel()
+	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	full := dialects.DLQFilter{
+		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
+		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
+		MovedFrom: at.Add(-time.Hour), MovedTo: at,
+	}
+	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
+	var b strings.Builder
+	for _, c := range []struct {
+		name string
+		q    dialects.Query
+	}{
+		{"DLQGet", d.DLQGet(id1)},
+		{"DLQGetStatus", d.DLQGetStatus(id1)},
+		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
+		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
+		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
+		{"DLQCount (every filter)", d.DLQCount(full)},
+		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQDelete", d.DLQDelete(id1)},
+		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
+		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
+		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+		{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
+		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+	} {
+		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)
+	}
+	golden(t, "postgres_dlq.sql", b.String())
+}
+
+// countDistinctParams returns the highest $n of sql.
+func countDistinctParams(sql string) int {
+	high := 0
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			continue
+		}
+		n := 0
+		for j := i + 1; j < len(sql) && sql[j] >= '0' && sql[j] <= '9'; j++ {
+			n = n*10 + int(sql[j]-'0')
+		}
+		high = max(high, n)
+	}
+	return high
+}

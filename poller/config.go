@@ -56,14 +56,19 @@ type Config struct {
 	// DLQTransfer paces the DLQ transfer, which a poll that marks a row
 	// FAILED also wakes at once. Default: min 10s, max 1h, ×2.
 	DLQTransfer Schedule
-	// CleanUp paces the outbox clean-up. Default: min 5m, max 1h, ×2.
+	// DLQRetry paces the transfer of TO_RETRY DLQ rows back to the outbox
+	// (when the DLQ is enabled). Default: min 10s, max 1h, ×2.
+	DLQRetry Schedule
+	// CleanUp paces the outbox clean-up and, when the DLQ is enabled, the
+	// clean-up of RESOLVED DLQ rows. Default: min 5m, max 1h, ×2.
 	CleanUp Schedule
-	// CleanUpLease is the longest the clean-up lease is held (at-most);
-	// after a crash another instance may take it then. Default 10m. The lease
-	// is kept at least CleanUp.Min after a run (at-least).
+	// CleanUpLease is the longest a clean-up lease ("outbox-clean-up",
+	// "dlq-clean-up") is held (at-most); after a crash another instance may
+	// take it then. Default 10m. The lease is kept at least CleanUp.Min after
+	// a run (at-least).
 	CleanUpLease time.Duration
-	// JobBatchSize is the most rows a recovery or DLQ transfer statement
-	// touches. Default 1000.
+	// JobBatchSize is the most rows a recovery, DLQ transfer or DLQ retry
+	// statement touches. Default 1000.
 	JobBatchSize int
 }
 
@@ -138,6 +143,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
 	c.Recovery = c.Recovery.WithDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
 	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
+	c.DLQRetry = c.DLQRetry.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.CleanUp = c.CleanUp.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
 	if c.CleanUpLease == 0 {
 		c.CleanUpLease = 10 * time.Minute
@@ -161,6 +167,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.CleanUpLease < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))
 	}
-	errs = append(errs, c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"), c.CleanUp.Validate("poller: CleanUp"))
+	errs = append(errs, c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"),
+		c.DLQRetry.Validate("poller: DLQRetry"), c.CleanUp.Validate("poller: CleanUp"))
 	return c, events, errors.Join(errs...)
 }

@@ -1,7 +1,8 @@
 // Package poller is the relay: it moves committed outbox rows to a broker,
 // replacing Watermill's components/forwarder.
 //
-// A [Poller] runs one poll loop per event type and three background jobs:
+// A [Poller] runs one poll loop per event type and up to five background
+// jobs:
 //
 //   - the poll loop of a type claims a batch of due PENDING rows in one
 //     statement (FOR UPDATE SKIP LOCKED, so instances never queue behind each
@@ -12,8 +13,13 @@
 //     max-batch-processing-time to PENDING without counting an attempt;
 //   - DLQ transfer (when the DLQ is enabled) moves FAILED rows to the DLQ
 //     table in one transaction;
+//   - DLQ retry (when the DLQ is enabled, job "dlq-retry") moves DLQ rows an
+//     operator marked TO_RETRY back to the outbox as PENDING events with
+//     their event id, in one transaction (see package dlq);
 //   - clean-up deletes PROCESSED rows older than the ttl, on one instance at a
-//     time under a lease in the jobs table.
+//     time under a lease in the jobs table; with the DLQ enabled a second
+//     clean-up deletes RESOLVED DLQ rows older than outbox.dlq.clean-up.ttl
+//     under the lease "dlq-clean-up".
 //
 // Every loop paces itself adaptively: a full batch resets its delay to the
 // minimum, a partial or empty one multiplies it, up to the maximum, so an idle
@@ -26,9 +32,10 @@
 // # Bounds
 //
 // A Poller runs n + 2 goroutines (n event types, recovery, clean-up), plus
-// one for DLQ transfer when the DLQ is enabled, and each holds at most one
-// database connection at a time, so it uses at most n + 3 connections. The
-// brief's pool size (2 + n without DLQ, 5 + n with) is the default of
-// Config.MaxConcurrentQueries, which bounds the database users further when
-// set lower. Sends do not hold a connection.
+// three when the DLQ is enabled (DLQ transfer, DLQ retry, DLQ clean-up):
+// n + 5. Each holds at most one database connection at a time, so it uses
+// at most n + 2 connections, or n + 5 with the DLQ: the brief's pool size
+// (2 + n without DLQ, 5 + n with), which is the default of
+// Config.MaxConcurrentQueries; set lower, it bounds the database users
+// further. Sends do not hold a connection.
 package poller

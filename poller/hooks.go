@@ -59,6 +59,11 @@ const (
 	JobRecovery      = "outbox-recovery"
 	JobDLQTransfer   = "outbox-dlq-transfer"
 	JobOutboxCleanUp = "outbox-clean-up"
+	// JobDLQRetry moves TO_RETRY rows of the DLQ table back to the outbox.
+	JobDLQRetry = "dlq-retry"
+	// JobDLQCleanUp deletes RESOLVED DLQ rows older than
+	// outbox.dlq.clean-up.ttl, under the lease of the same name.
+	JobDLQCleanUp = "dlq-clean-up"
 )
 
 // JobInfo describes one run of a background job.

@@ -80,3 +80,40 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 		return n, !ran && err == nil, err
 	})
 }
+
+// dlqRetryLoop moves TO_RETRY rows of the DLQ table back to the outbox as
+// PENDING events due now, with the same event id and no attempt counted;
+// the poll loops then send them. Each statement moves up to JobBatchSize
+// rows atomically (dialect DLQTransferToOutbox) and locks them with SKIP
+// LOCKED, so it is safe on every instance.
+func (p *Poller) dlqRetryLoop(ctx context.Context) {
+	limit := p.config.JobBatchSize
+	p.runJob(ctx, JobDLQRetry, p.config.DLQRetry, nil, func(ctx context.Context) (int, bool, error) {
+		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
+			return p.d.DLQTransferToOutbox(p.config.Clock.Now().UTC(), limit)
+		})
+		if n > 0 {
+			p.logger.Info("DLQ rows moved back to the outbox", watermill.LogFields{"rows": n})
+		}
+		return n, false, err
+	})
+}
+
+// dlqCleanUpLoop deletes RESOLVED DLQ rows older than
+// outbox.dlq.clean-up.ttl, in batches, on one instance at a time: the lease
+// "dlq-clean-up" in the jobs table. It runs on the CleanUp schedule.
+func (p *Poller) dlqCleanUpLoop(ctx context.Context) {
+	cfg := p.config.Oncebox.Outbox.DLQ.CleanUp
+	p.runJob(ctx, JobDLQCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
+		var n int
+		ran, err := p.locker.RunLocked(ctx, JobDLQCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min,
+			p.config.FinalizeTimeout, func(ctx context.Context) error {
+				var err error
+				n, err = dbexec.Repeat(ctx, p.db, cfg.BatchSize, func() dialects.Query {
+					return p.d.DLQDeleteResolved(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				})
+				return err
+			})
+		return n, !ran && err == nil, err
+	})
+}

@@ -121,6 +121,8 @@ func (p *Poller) Run(ctx context.Context) error {
 	goLoop(p.cleanUpLoop)
 	if p.config.Oncebox.Outbox.DLQ.Enabled {
 		goLoop(p.dlqLoop)
+		goLoop(p.dlqRetryLoop)
+		goLoop(p.dlqCleanUpLoop)
 	}
 	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled})
 	close(p.running)

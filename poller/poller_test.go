@@ -125,8 +125,9 @@ func TestRetryScheduleThenFailedThenDLQ(t *testing.T) {
 	start(t, p)
 
 	dlq := b.schema.Dialect.Tables().DLQ
-	// Waiting on the clock: poll loop, recovery, clean-up, DLQ transfer.
-	stepUntil(t, b.clock, 4, 250*time.Millisecond, 10*time.Minute, func() bool { return b.schema.Count(t, dlq, "") == 1 })
+	// Waiting on the clock: poll loop, recovery, clean-up, DLQ transfer, DLQ
+	// retry, DLQ clean-up.
+	stepUntil(t, b.clock, 6, 250*time.Millisecond, 10*time.Minute, func() bool { return b.schema.Count(t, dlq, "") == 1 })
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,0 +1,379 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Dialect builds the SQL. Required.
+	Dialect dialects.Dialect
+	// Clock stamps updated_at on status changes. Default: the real clock.
+	Clock clockwork.Clock
+}
+
+// Store reads and changes the rows of the DLQ table. Every method is one
+// statement (a single-row change that is refused adds a read to tell why),
+// runs on the pool it was given and is safe for concurrent use.
+type Store struct {
+	db    wsql.ContextExecutor
+	d     dialects.Dialect
+	clock clockwork.Clock
+}
+
+// NewStore returns a Store over db, a pool (sql.BeginnerFromPgx,
+// sql.BeginnerFromStdSQL) or a transaction. Errors name the missing field.
+func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("db is nil"))
+	}
+	if config.Dialect == nil {
+		errs = append(errs, errors.New("Config.Dialect is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
+	}
+	if config.Clock == nil {
+		config.Clock = clockwork.NewRealClock()
+	}
+	return &Store{db: db, d: config.Dialect, clock: config.Clock}, nil
+}
+
+// Row is one row of the DLQ table. Times are UTC.
+type Row struct {
+	// ID is the DLQ row's own id: the event id for a publisher row, a new
+	// UUIDv7 for a consumer row.
+	ID oncebox.EventID
+	// EventID is the event's oncebox id, nil for a consumed message without
+	// a usable one.
+	EventID *oncebox.EventID
+	// Source tells an outbox event that exhausted its retries (publisher)
+	// from a message whose handler failed (consumer).
+	Source oncebox.DLQSource
+	// HandlerName is the handler that failed (consumer rows), else "".
+	HandlerName string
+	EventType   string
+	// Topic is the destination (publisher rows) or the consumed topic
+	// (consumer rows).
+	Topic string
+	// Key is the ordering key, "" when none.
+	Key         string
+	MessageUUID string
+	Payload     []byte
+	Metadata    map[string]string
+	Status      oncebox.DLQStatus
+	// RetryCount is the attempts made before the move.
+	RetryCount int
+	// LastError is the last send or handler error, "" when none.
+	LastError     string
+	CreatedAt     time.Time
+	FirstFailedAt *time.Time
+	LastFailedAt  *time.Time
+	MovedAt       time.Time
+	UpdatedAt     time.Time
+}
+
+// Cursor returns the position of r in a listing.
+func (r Row) Cursor() Cursor { return Cursor{MovedAt: r.MovedAt, ID: r.ID} }
+
+func fromRecord(rec *dialects.DLQRecord) (Row, error) {
+	r := Row{
+		ID: rec.ID, EventID: rec.EventID, Source: oncebox.DLQSource(rec.Source), HandlerName: rec.HandlerName,
+		EventType: rec.EventType, Topic: rec.Topic, MessageUUID: rec.MessageUUID, Payload: rec.Payload,
+		Status: oncebox.DLQStatus(rec.Status), RetryCount: rec.RetryCount, CreatedAt: rec.CreatedAt.UTC(),
+		FirstFailedAt: utcPtr(rec.FirstFailedAt), LastFailedAt: utcPtr(rec.LastFailedAt),
+		MovedAt: rec.MovedAt.UTC(), UpdatedAt: rec.UpdatedAt.UTC(),
+	}
+	if rec.Key != nil {
+		r.Key = *rec.Key
+	}
+	if rec.LastError != nil {
+		r.LastError = *rec.LastError
+	}
+	if r.Payload == nil {
+		r.Payload = []byte{}
+	}
+	r.Metadata = map[string]string{}
+	if len(rec.Metadata) > 0 {
+		if err := json.Unmarshal(rec.Metadata, &r.Metadata); err != nil {
+			return Row{}, fmt.Errorf("oncebox: dlq: row %s: metadata is not a JSON object of strings: %w", rec.ID, err)
+		}
+	}
+	return r, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// query runs q and scans each row into a Row.
+func (s *Store) query(ctx context.Context, q dialects.Query) ([]Row, error) {
+	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() {
+		var rec dialects.DLQRecord
+		if err := rows.Scan(rec.ScanTargets()...); err != nil {
+			return nil, err
+		}
+		r, err := fromRecord(&rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, e.Err()
+	}
+	return out, nil
+}
+
+// Get returns the row with id, or an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, id oncebox.EventID) (Row, error) {
+	rows, err := s.query(ctx, s.d.DLQGet(id))
+	if err != nil {
+		return Row{}, fmt.Errorf("oncebox: dlq: get %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return Row{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return rows[0], nil
+}
+
+// List returns one page of the rows matching f, in (moved_at, id) order, and
+// the cursor of the next page: nil when this page is the last. Keyset
+// pagination: a row moved meanwhile before the cursor is not seen, none is
+// seen twice.
+func (s *Store) List(ctx context.Context, f Filter, page Page) ([]Row, *Cursor, error) {
+	if err := f.Validate(); err != nil {
+		return nil, nil, err
+	}
+	limit, err := page.limit()
+	if err != nil {
+		return nil, nil, err
+	}
+	var after *dialects.DLQKey
+	if page.After != nil {
+		after = &dialects.DLQKey{MovedAt: page.After.MovedAt, ID: page.After.ID}
+	}
+	rows, err := s.query(ctx, s.d.DLQList(f.dialect(), after, limit+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("oncebox: dlq: list: %w", err)
+	}
+	if len(rows) <= limit {
+		return rows, nil, nil
+	}
+	rows = rows[:limit]
+	next := rows[limit-1].Cursor()
+	return rows, &next, nil
+}
+
+// Count returns the number of rows matching f.
+func (s *Store) Count(ctx context.Context, f Filter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	q := s.d.DLQCount(f.dialect())
+	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return 0, fmt.Errorf("oncebox: dlq: count: %w", err)
+	}
+	defer rows.Close()
+	var n int64
+	if rows.Next() {
+		if err := rows.Scan(&n); err != nil {
+			return 0, fmt.Errorf("oncebox: dlq: count: %w", err)
+		}
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return 0, fmt.Errorf("oncebox: dlq: count: %w", e.Err())
+	}
+	return int(n), nil
+}
+
+// status returns the status of row id, found false when there is none.
+func (s *Store) status(ctx context.Context, id oncebox.EventID) (oncebox.DLQStatus, bool, error) {
+	q := s.d.DLQGetStatus(id)
+	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return "", false, err
+	}
+	defer rows.Close()
+	var st string
+	found := rows.Next()
+	if found {
+		if err := rows.Scan(&st); err != nil {
+			return "", false, err
+		}
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return "", false, e.Err()
+	}
+	return oncebox.DLQStatus(st), found, nil
+}
+
+// exec runs q and returns the rows it affected.
+func (s *Store) exec(ctx context.Context, q dialects.Query) (int, error) {
+	res, err := s.db.ExecContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// maxRaces bounds the retries of a single-row change whose row changed
+// status between the statement and the read that explains a refusal.
+const maxRaces = 3
+
+// SetStatus changes the status of row id to to, if [Allowed]. Setting the
+// status the row has is a no-op and returns nil. Errors: ErrNotFound,
+// ErrInProcess (the transfer job holds the row), *TransitionError (wraps
+// ErrInvalidTransition) for a change not allowed or a target of IN_PROCESS,
+// oncebox.ErrInvalidInput for an unknown status. The check is made in the
+// statement, so a concurrent transfer or change is never overwritten.
+func (s *Store) SetStatus(ctx context.Context, id oncebox.EventID, to oncebox.DLQStatus) error {
+	from, err := checkTarget(to)
+	if err != nil {
+		return err
+	}
+	for range maxRaces {
+		n, err := s.exec(ctx, s.d.DLQSetStatus(id, to, from, s.clock.Now().UTC()))
+		if err != nil {
+			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		cur, found, err := s.status(ctx, id)
+		switch {
+		case err != nil:
+			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
+		case !found:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case cur == to:
+			return nil
+		case cur == oncebox.DLQStatusInProcess:
+			return fmt.Errorf("%w: row %s cannot be set to %s", ErrInProcess, id, to)
+		case !Allowed(cur, to):
+			return &TransitionError{ID: id, From: cur, To: to}
+		}
+		// The row changed to an allowed status meanwhile: try again.
+	}
+	return fmt.Errorf("oncebox: dlq: set %s to %s: the row kept changing, try again", id, to)
+}
+
+// SetStatusMany changes the rows of ids to status to and returns how many
+// changed. At most MaxIDs ids (else an error wrapping ErrTooManyIDs that
+// names the count). The rule is applied in the statement (WHERE status IN
+// the statuses [Allowed] to change to to): rows not in such a status (IN_PROCESS,
+// already at to, or whose change is not allowed) and ids that do not exist
+// are skipped and counted as not changed.
+func (s *Store) SetStatusMany(ctx context.Context, ids []oncebox.EventID, to oncebox.DLQStatus) (int, error) {
+	from, err := checkTarget(to)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkIDs(ids); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	n, err := s.exec(ctx, s.d.DLQSetStatusMany(ids, to, from, s.clock.Now().UTC()))
+	if err != nil {
+		return 0, fmt.Errorf("oncebox: dlq: set %d rows to %s: %w", len(ids), to, err)
+	}
+	return n, nil
+}
+
+// SetStatusWhere changes the rows matching f to status to and returns how
+// many changed; the zero Filter matches every row. Rows not in a status
+// [Allowed] to change to to are skipped and counted as not changed, as in
+// SetStatusMany. One statement: it locks every row it changes until it ends.
+func (s *Store) SetStatusWhere(ctx context.Context, f Filter, to oncebox.DLQStatus) (int, error) {
+	from, err := checkTarget(to)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	n, err := s.exec(ctx, s.d.DLQSetStatusWhere(f.dialect(), to, from, s.clock.Now().UTC()))
+	if err != nil {
+		return 0, fmt.Errorf("oncebox: dlq: set rows to %s: %w", to, err)
+	}
+	return n, nil
+}
+
+// Delete deletes row id. Errors: ErrNotFound, ErrInProcess.
+func (s *Store) Delete(ctx context.Context, id oncebox.EventID) error {
+	for range maxRaces {
+		n, err := s.exec(ctx, s.d.DLQDelete(id))
+		if err != nil {
+			return fmt.Errorf("oncebox: dlq: delete %s: %w", id, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		cur, found, err := s.status(ctx, id)
+		switch {
+		case err != nil:
+			return fmt.Errorf("oncebox: dlq: delete %s: %w", id, err)
+		case !found:
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		case cur == oncebox.DLQStatusInProcess:
+			return fmt.Errorf("%w: row %s cannot be deleted", ErrInProcess, id)
+		}
+	}
+	return fmt.Errorf("oncebox: dlq: delete %s: the row kept changing, try again", id)
+}
+
+// DeleteMany deletes the rows of ids and returns how many it deleted. At
+// most MaxIDs ids (else ErrTooManyIDs). Rows IN_PROCESS and ids that do not
+// exist are skipped and counted as not deleted.
+func (s *Store) DeleteMany(ctx context.Context, ids []oncebox.EventID) (int, error) {
+	if err := checkIDs(ids); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	n, err := s.exec(ctx, s.d.DLQDeleteMany(ids))
+	if err != nil {
+		return 0, fmt.Errorf("oncebox: dlq: delete %d rows: %w", len(ids), err)
+	}
+	return n, nil
+}
+
+// DeleteWhere deletes the rows matching f and returns how many it deleted;
+// the zero Filter matches every row. Rows IN_PROCESS are skipped.
+func (s *Store) DeleteWhere(ctx context.Context, f Filter) (int, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	n, err := s.exec(ctx, s.d.DLQDeleteWhere(f.dialect()))
+	if err != nil {
+		return 0, fmt.Errorf("oncebox: dlq: delete rows: %w", err)
+	}
+	return n, nil
+}
+
+func checkIDs(ids []oncebox.EventID) error {
+	if len(ids) > MaxIDs {
+		return fmt.Errorf("%w: %d ids, at most %d per call", ErrTooManyIDs, len(ids), MaxIDs)
+	}
+	return nil
+}
