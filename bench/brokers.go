@@ -40,7 +40,7 @@ func runBrokers(ctx context.Context, e *env) ([]row, error) {
 	tuned := oncebox.EventSettings{BatchSize: 1000, Polling: oncebox.PollingSettings{
 		MinFixedDelay: time.Millisecond, MaxFixedDelay: 50 * time.Millisecond, Multiplier: 2}}
 
-	nKafka := e.n(20_000, 1_000)
+	nKafka := e.n(60_000, 1_000)
 	nRabbit := e.n(10_000, 500)
 	type brokerCase struct {
 		name     string
