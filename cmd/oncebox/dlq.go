@@ -1,0 +1,419 @@
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dlq"
+)
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// filterFlags are the DLQ filter flags shared by list, retry, resolve and
+// delete.
+type filterFlags struct {
+	statuses  []string
+	eventType string
+	source    string
+	movedFrom string
+	movedTo   string
+}
+
+func (f *filterFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.statuses, "status", nil, "keep rows in this status: MOVED, TO_RETRY, IN_PROCESS, RESOLVED (repeatable)")
+	fl.StringVar(&f.eventType, "event-type", "", "keep rows of this event type")
+	fl.StringVar(&f.source, "source", "", "keep rows of this source: publisher or consumer")
+	fl.StringVar(&f.movedFrom, "moved-from", "", "keep rows moved to the DLQ at or after this time (RFC 3339)")
+	fl.StringVar(&f.movedTo, "moved-to", "", "keep rows moved to the DLQ before this time (RFC 3339)")
+}
+
+// set reports whether any filter flag was given.
+func (f *filterFlags) set() bool {
+	return len(f.statuses) > 0 || f.eventType != "" || f.source != "" || f.movedFrom != "" || f.movedTo != ""
+}
+
+func (f *filterFlags) filter() (dlq.Filter, error) {
+	var out dlq.Filter
+	for _, s := range f.statuses {
+		for _, p := range strings.Split(s, ",") {
+			out.Statuses = append(out.Statuses, oncebox.DLQStatus(strings.ToUpper(strings.TrimSpace(p))))
+		}
+	}
+	out.EventType = f.eventType
+	out.Source = oncebox.DLQSource(strings.ToLower(f.source))
+	var err error
+	if f.movedFrom != "" {
+		if out.MovedFrom, err = time.Parse(time.RFC3339Nano, f.movedFrom); err != nil {
+			return out, usageErr("--moved-from: %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z)", f.movedFrom)
+		}
+	}
+	if f.movedTo != "" {
+		if out.MovedTo, err = time.Parse(time.RFC3339Nano, f.movedTo); err != nil {
+			return out, usageErr("--moved-to: %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z)", f.movedTo)
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return out, &exitError{code: exitUsage, err: err}
+	}
+	return out, nil
+}
+
+func (a *app) dlqCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "dlq",
+		Short: "List, show, retry, resolve and delete dead letter queue rows",
+	}
+	c.AddCommand(a.dlqListCmd(), a.dlqShowCmd(),
+		a.dlqActCmd("retry", "Mark rows TO_RETRY: the relay's dlq-retry job puts them back in the outbox", oncebox.DLQStatusToRetry),
+		a.dlqActCmd("resolve", "Mark rows RESOLVED: the dlq-clean-up job deletes them after the TTL", oncebox.DLQStatusResolved),
+		a.dlqActCmd("delete", "Delete rows now", ""))
+	return c
+}
+
+// rowJSON is a DLQ row in --json output.
+type rowJSON struct {
+	ID              string            `json:"id"`
+	EventID         *string           `json:"event_id"`
+	Source          string            `json:"source"`
+	HandlerName     string            `json:"handler_name"`
+	EventType       string            `json:"event_type"`
+	Topic           string            `json:"topic"`
+	Key             string            `json:"key"`
+	MessageUUID     string            `json:"message_uuid"`
+	Payload         string            `json:"payload"`
+	PayloadEncoding string            `json:"payload_encoding"`
+	Metadata        map[string]string `json:"metadata"`
+	Status          string            `json:"status"`
+	RetryCount      int               `json:"retry_count"`
+	LastError       string            `json:"last_error"`
+	CreatedAt       time.Time         `json:"created_at"`
+	FirstFailedAt   *time.Time        `json:"first_failed_at"`
+	LastFailedAt    *time.Time        `json:"last_failed_at"`
+	MovedAt         time.Time         `json:"moved_at"`
+	UpdatedAt       time.Time         `json:"updated_at"`
+}
+
+func toJSON(r dlq.Row) rowJSON {
+	out := rowJSON{ID: r.ID.String(), Source: string(r.Source), HandlerName: r.HandlerName,
+		EventType: r.EventType, Topic: r.Topic, Key: r.Key, MessageUUID: r.MessageUUID,
+		Metadata: r.Metadata, Status: string(r.Status), RetryCount: r.RetryCount, LastError: r.LastError,
+		CreatedAt: r.CreatedAt, FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt,
+		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt}
+	if r.EventID != nil {
+		s := r.EventID.String()
+		out.EventID = &s
+	}
+	out.Payload, out.PayloadEncoding = encodePayload(r.Payload)
+	return out
+}
+
+// encodePayload returns the payload as text when it is UTF-8, else base64.
+func encodePayload(p []byte) (string, string) {
+	if utf8.Valid(p) {
+		return string(p), "utf-8"
+	}
+	return base64.StdEncoding.EncodeToString(p), "base64"
+}
+
+func (a *app) dlqListCmd() *cobra.Command {
+	var ff filterFlags
+	var limit int
+	var cursor string
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List DLQ rows in (moved_at, id) order, one page at a time",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			if limit < 1 || limit > dlq.MaxLimit {
+				return usageErr("--limit must be between 1 and %d, got %d", dlq.MaxLimit, limit)
+			}
+			page := dlq.Page{Limit: limit}
+			if cursor != "" {
+				cur, err := dlq.ParseCursor(cursor)
+				if err != nil {
+					return usageErr("--cursor: %v", err)
+				}
+				page.After = &cur
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			c, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := a.store(c)
+			if err != nil {
+				return err
+			}
+			rows, next, err := st.List(ctx, f, page)
+			if err != nil {
+				return err
+			}
+			var nextStr *string
+			if next != nil {
+				s := next.String()
+				nextStr = &s
+			}
+			if a.g.json {
+				out := make([]rowJSON, 0, len(rows))
+				for _, r := range rows {
+					out = append(out, toJSON(r))
+				}
+				return writeJSON(a.stdout, map[string]any{"rows": out, "next_cursor": nextStr})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tEVENT TYPE\tTOPIC\tHANDLER\tRETRIES\tMOVED AT\tLAST ERROR")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Source, r.EventType,
+					r.Topic, dash(r.HandlerName), r.RetryCount, r.MovedAt.Format(time.RFC3339), dash(oneLine(r.LastError, 60)))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if nextStr != nil {
+				fmt.Fprintf(a.stdout, "next cursor: %s\n", *nextStr)
+			} else {
+				fmt.Fprintf(a.stdout, "(%d rows, last page)\n", len(rows))
+			}
+			return nil
+		}),
+	}
+	ff.add(c)
+	c.Flags().IntVar(&limit, "limit", dlq.DefaultLimit, fmt.Sprintf("rows per page, 1 to %d", dlq.MaxLimit))
+	c.Flags().StringVar(&cursor, "cursor", "", "the next cursor a previous page printed")
+	return c
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine keeps the first line of s, cut to n runes.
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func parseID(s string) (oncebox.EventID, error) {
+	id, err := oncebox.ParseEventID(s)
+	if err != nil {
+		return id, usageErr("%q is not a DLQ row id (a UUID)", s)
+	}
+	return id, nil
+}
+
+func (a *app) dlqShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show every column of one DLQ row",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			id, err := parseID(args[0])
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			c, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := a.store(c)
+			if err != nil {
+				return err
+			}
+			r, err := st.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return writeJSON(a.stdout, toJSON(r))
+			}
+			j := toJSON(r)
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			ts := func(t *time.Time) string {
+				if t == nil {
+					return "-"
+				}
+				return t.Format(time.RFC3339Nano)
+			}
+			eventID := "-"
+			if j.EventID != nil {
+				eventID = *j.EventID
+			}
+			for _, kv := range [][2]string{
+				{"id", j.ID}, {"event id", eventID}, {"status", j.Status}, {"source", j.Source},
+				{"handler", dash(j.HandlerName)}, {"event type", j.EventType}, {"topic", j.Topic},
+				{"key", dash(j.Key)}, {"message uuid", j.MessageUUID}, {"retries", fmt.Sprint(j.RetryCount)},
+				{"created at", ts(&r.CreatedAt)}, {"first failed at", ts(r.FirstFailedAt)},
+				{"last failed at", ts(r.LastFailedAt)}, {"moved at", ts(&r.MovedAt)}, {"updated at", ts(&r.UpdatedAt)},
+				{"last error", dash(oneLine(j.LastError, 1<<20))},
+			} {
+				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "metadata:")
+			keys := make([]string, 0, len(r.Metadata))
+			for k := range r.Metadata {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			for _, k := range keys {
+				fmt.Fprintf(tw, "  %s\t%s\n", k, r.Metadata[k])
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "payload (%s, %d bytes):\n%s\n", j.PayloadEncoding, len(r.Payload), j.Payload)
+			return nil
+		}),
+	}
+}
+
+// dlqActCmd builds retry, resolve (to is the target status) and delete (to
+// is "").
+func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command {
+	var ff filterFlags
+	var all, yes bool
+	c := &cobra.Command{
+		Use:   name + " [ID...]",
+		Short: short,
+		Long: short + ".\n\nGive the rows' ids as arguments (at most 1,000), or filter flags (or --all) to act on\n" +
+			"every row that matches; a filter asks for confirmation unless --yes.",
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && (ff.set() || all) {
+				return usageErr("give either ids or filter flags (--all), not both")
+			}
+			if all && ff.set() {
+				return usageErr("--all acts on every row; leave it out to act on the filter")
+			}
+			if len(args) == 0 && !ff.set() && !all {
+				return usageErr("give the rows' ids, filter flags, or --all to act on every row")
+			}
+			if len(args) > dlq.MaxIDs {
+				return usageErr("%d ids given, at most %d per call; use filter flags for more", len(args), dlq.MaxIDs)
+			}
+			var ids []oncebox.EventID
+			for _, s := range args {
+				id, err := parseID(s)
+				if err != nil {
+					return err
+				}
+				ids = append(ids, id)
+			}
+			f, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 && !yes && (a.g.json || !a.interactive()) {
+				return usageErr("acting on a filter needs --yes when stdin is not a terminal or with --json")
+			}
+			ctx, cancel := a.ctx(cmd)
+			defer cancel()
+			c, err := a.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := a.store(c)
+			if err != nil {
+				return err
+			}
+			var matched, changed int
+			switch {
+			case len(ids) == 1:
+				matched = 1
+				if to == "" {
+					err = st.Delete(ctx, ids[0])
+				} else {
+					err = st.SetStatus(ctx, ids[0], to)
+				}
+				if err != nil {
+					return err
+				}
+				changed = 1
+			case len(ids) > 1:
+				matched = len(ids)
+				if to == "" {
+					changed, err = st.DeleteMany(ctx, ids)
+				} else {
+					changed, err = st.SetStatusMany(ctx, ids, to)
+				}
+				if err != nil {
+					return err
+				}
+			default:
+				if matched, err = st.Count(ctx, f); err != nil {
+					return err
+				}
+				if matched == 0 {
+					break
+				}
+				if !yes {
+					fmt.Fprintf(a.stderr, "%d rows match; type yes to continue: ", matched)
+					line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+					if strings.TrimSpace(line) != "yes" {
+						return errAborted
+					}
+				}
+				if to == "" {
+					changed, err = st.DeleteWhere(ctx, f)
+				} else {
+					changed, err = st.SetStatusWhere(ctx, f, to)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if a.g.json {
+				out := map[string]any{"action": name, "matched": matched, "changed": changed, "skipped": max(matched-changed, 0)}
+				if to != "" {
+					out["status"] = string(to)
+				}
+				return writeJSON(a.stdout, out)
+			}
+			verb := map[string]string{"retry": "set to TO_RETRY", "resolve": "set to RESOLVED", "delete": "deleted"}[name]
+			fmt.Fprintf(a.stdout, "%d of %d rows %s", changed, matched, verb)
+			if skipped := matched - changed; skipped > 0 {
+				fmt.Fprintf(a.stdout, "; %d skipped (not found, IN_PROCESS, already there or changed meanwhile)", skipped)
+			}
+			fmt.Fprintln(a.stdout)
+			return nil
+		}),
+	}
+	ff.add(c)
+	c.Flags().BoolVar(&all, "all", false, "act on every row (with no other filter)")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation when acting on a filter")
+	return c
+}

@@ -1,0 +1,275 @@
+// Command oncebox is the operators' CLI of Oncebox: it migrates the schema,
+// reports the outbox and DLQ backlog, and lists, shows, retries, resolves and
+// deletes DLQ rows. See docs/cli.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
+	"github.com/spf13/cobra"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dlq"
+)
+
+// Exit codes, documented in docs/cli.md.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitAborted  = 4
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+// run runs the CLI with args and returns its exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runEnv(env{args: args, stdin: stdin, stdout: stdout, stderr: stderr})
+}
+
+// env is what the CLI reads from and writes to; tests fill the optional
+// fields to fix the clock and to pretend stdin is a terminal.
+type env struct {
+	args           []string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// clock is the clock of status ages and of updated_at. Default: real.
+	clock clockwork.Clock
+	// interactive reports whether stdin is a terminal. Default: a check of
+	// the file's mode.
+	interactive func() bool
+	// getenv reads the environment. Default: os.Getenv.
+	getenv func(string) string
+	// rootCtx is the root context. Default: context.Background().
+	rootCtx context.Context
+	// onListen is told the address admin serve listens on.
+	onListen func(addr string)
+}
+
+// exitError carries the exit code of an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// errAborted is returned when the operator does not confirm.
+var errAborted = errors.New("aborted: the answer was not \"yes\"; nothing changed")
+
+// exitCode maps an error to the exit code scripts rely on.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, errAborted):
+		return exitAborted
+	case errors.Is(err, dlq.ErrNotFound):
+		return exitNotFound
+	case errors.Is(err, dlq.ErrTooManyIDs), errors.Is(err, oncebox.ErrInvalidInput), errors.Is(err, oncebox.ErrInvalidConfig):
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// opErr marks an error returned by a command's work: unless it is one of
+// the classified sentinels it is an operation failure (exit 1). Errors that
+// cobra returns itself (unknown command or flag) are usage errors.
+type opErr struct{ err error }
+
+func (e *opErr) Error() string { return e.err.Error() }
+func (e *opErr) Unwrap() error { return e.err }
+
+// globals are the persistent flags.
+type globals struct {
+	dsn     string
+	schema  string
+	prefix  string
+	json    bool
+	timeout time.Duration
+}
+
+// app is one run of the CLI.
+type app struct {
+	env
+	g globals
+}
+
+func runEnv(e env) int {
+	if e.clock == nil {
+		e.clock = clockwork.NewRealClock()
+	}
+	if e.getenv == nil {
+		e.getenv = os.Getenv
+	}
+	if e.interactive == nil {
+		in := e.stdin
+		e.interactive = func() bool {
+			f, ok := in.(*os.File)
+			if !ok {
+				return false
+			}
+			st, err := f.Stat()
+			return err == nil && st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	a := &app{env: e}
+	root := a.rootCmd()
+	root.SetArgs(e.args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	if e.rootCtx == nil {
+		e.rootCtx = context.Background()
+	}
+	err := root.ExecuteContext(e.rootCtx)
+	if err == nil {
+		return exitOK
+	}
+	code := exitUsage // cobra's own errors: unknown command, bad flag
+	var oe *opErr
+	var ee *exitError
+	if errors.As(err, &oe) || errors.As(err, &ee) {
+		code = exitCode(err)
+	}
+	fmt.Fprintf(e.stderr, "oncebox: %s\n", strings.TrimPrefix(err.Error(), "oncebox: "))
+	if code == exitUsage && oe == nil && ee == nil {
+		fmt.Fprintln(e.stderr, "run 'oncebox --help' for usage")
+	}
+	return code
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "oncebox",
+		Short: "Operate an Oncebox outbox and its dead letter queue on PostgreSQL",
+		Long: "oncebox migrates the Oncebox schema, reports the outbox and DLQ backlog and\n" +
+			"manages DLQ rows. Exit codes: 0 success, 1 operation failed, 2 usage error,\n" +
+			"3 not found, 4 aborted at the confirmation prompt.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.g.dsn, "dsn", "", "PostgreSQL connection string (default $ONCEBOX_DSN)")
+	pf.StringVar(&a.g.schema, "schema", "", "schema holding the oncebox tables (default: the connection's search_path)")
+	pf.StringVar(&a.g.prefix, "prefix", "", "table name prefix, e.g. billing_")
+	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
+	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
+	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd())
+	return root
+}
+
+// args wraps a positional-argument validator so its errors are usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		return nil
+	}
+}
+
+// runE wraps a command's work so its errors are classified by exitCode.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			return &opErr{err: err}
+		}
+		return nil
+	}
+}
+
+// conn is an open database connection with the dialect.
+type conn struct {
+	pool *pgxpool.Pool
+	db   wsql.Beginner
+	d    *dialects.PostgreSQL
+}
+
+func (c *conn) Close() { c.pool.Close() }
+
+// dialect validates --schema and --prefix.
+func (a *app) dialect() (*dialects.PostgreSQL, error) {
+	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
+	if err != nil {
+		return nil, usageErr("--schema/--prefix: %v", err)
+	}
+	return d, nil
+}
+
+// connect opens the pool and checks the server answers.
+func (a *app) connect(ctx context.Context) (*conn, error) {
+	dsn := a.g.dsn
+	if dsn == "" {
+		dsn = a.getenv("ONCEBOX_DSN")
+	}
+	if strings.TrimSpace(dsn) == "" {
+		return nil, usageErr("no database: pass --dsn or set ONCEBOX_DSN")
+	}
+	d, err := a.dialect()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, usageErr("--dsn: cannot parse the connection string: %v", redact(err, dsn))
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", cfg.ConnConfig.Host, err)
+	}
+	return &conn{pool: pool, db: wsql.BeginnerFromPgx(pool), d: d}, nil
+}
+
+// redact keeps a password in the DSN out of an error message.
+func redact(err error, dsn string) error {
+	msg := err.Error()
+	if dsn != "" {
+		msg = strings.ReplaceAll(msg, dsn, "<dsn>")
+	}
+	return errors.New(msg)
+}
+
+// ctx returns the command's context bounded by --timeout.
+func (a *app) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if a.g.timeout > 0 {
+		return context.WithTimeout(ctx, a.g.timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+func (a *app) store(c *conn) (*dlq.Store, error) {
+	return dlq.NewStore(c.db, dlq.Config{Dialect: c.d, Clock: a.clock})
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/spf13/cobra"
+
+	"github.com/oncebox/watermill-oncebox/dlq"
+)
+
+func (a *app) adminCmd() *cobra.Command {
+	c := &cobra.Command{Use: "admin", Short: "Administration servers"}
+	c.AddCommand(a.serveCmd())
+	return c
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var addr, token, basePath string
+	var insecure bool
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the DLQ REST API, behind a bearer token, until SIGINT or SIGTERM",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if token == "" {
+				token = a.getenv("ONCEBOX_ADMIN_TOKEN")
+			}
+			if token == "" && !insecure {
+				return usageErr("no token: pass --token or set ONCEBOX_ADMIN_TOKEN (--insecure-no-auth serves without one)")
+			}
+			if token != "" && insecure {
+				return usageErr("--token and --insecure-no-auth exclude each other")
+			}
+			if !strings.HasPrefix(basePath, "/") || strings.HasSuffix(basePath, "/") {
+				return usageErr("--base-path must start with / and not end with /, got %q", basePath)
+			}
+			cfg := dlq.HandlerConfig{Logger: watermill.NewStdLoggerWithOut(a.stderr, false, false),
+				BasePath: basePath, AllowUnauthenticatedDangerously: insecure}
+			if !insecure {
+				auth, err := dlq.BearerToken(token)
+				if err != nil {
+					return usageErr("--token: %v", err)
+				}
+				cfg.Authorize = auth
+			}
+
+			base := cmd.Context()
+			if base == nil {
+				base = context.Background()
+			}
+			ctx, stop := signal.NotifyContext(base, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			grace := a.g.timeout
+			if grace <= 0 {
+				grace = 30 * time.Second
+			}
+			connectCtx, cancel := context.WithTimeout(ctx, grace)
+			c, err := a.connect(connectCtx)
+			cancel()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := a.store(c)
+			if err != nil {
+				return err
+			}
+			cfg.Store = st
+			h, err := dlq.NewHandler(cfg)
+			if err != nil {
+				return err
+			}
+			mux := http.NewServeMux()
+			mux.Handle(basePath, h)
+			mux.Handle(basePath+"/", h)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", addr, err)
+			}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			if insecure {
+				fmt.Fprintln(a.stderr, "oncebox: WARNING: serving without authentication (--insecure-no-auth)")
+			}
+			fmt.Fprintf(a.stderr, "oncebox: serving the DLQ API on http://%s%s\n", ln.Addr(), basePath)
+			if a.onListen != nil {
+				a.onListen(ln.Addr().String())
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			select {
+			case err := <-errc:
+				return fmt.Errorf("serve: %w", err)
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(a.stderr, "oncebox: shutting down")
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				return fmt.Errorf("shutdown: %w", err)
+			}
+			if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("serve: %w", err)
+			}
+			return nil
+		}),
+	}
+	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8081", "address to listen on")
+	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN)")
+	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
+	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
+	return c
+}

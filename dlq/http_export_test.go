@@ -1,0 +1,4 @@
+package dlq
+
+// ProblemFor exposes problemFor to the tests.
+var ProblemFor = problemFor
