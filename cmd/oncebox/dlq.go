@@ -155,17 +155,11 @@ func (a *app) dlqListCmd() *cobra.Command {
 				}
 				page.After = &cur
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			c, err := a.connect(ctx)
+			ctx, st, done, err := a.openStore(cmd)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			st, err := a.store(c)
-			if err != nil {
-				return err
-			}
+			defer done()
 			rows, next, err := st.List(ctx, f, page)
 			if err != nil {
 				return err
@@ -239,17 +233,11 @@ func (a *app) dlqShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			c, err := a.connect(ctx)
+			ctx, st, done, err := a.openStore(cmd)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			st, err := a.store(c)
-			if err != nil {
-				return err
-			}
+			defer done()
 			r, err := st.Get(ctx, id)
 			if err != nil {
 				return err
@@ -339,17 +327,11 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 			if len(ids) == 0 && !yes && (a.g.json || !a.interactive()) {
 				return usageErr("acting on a filter needs --yes when stdin is not a terminal or with --json")
 			}
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			c, err := a.connect(ctx)
+			ctx, st, done, err := a.openStore(cmd)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
-			st, err := a.store(c)
-			if err != nil {
-				return err
-			}
+			defer done()
 			var matched, changed int
 			switch {
 			case len(ids) == 1:
