@@ -1,0 +1,211 @@
+package metrics
+
+import (
+	"context"
+	stdsql "database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// DefaultBacklogTTL is how long the backlog collector serves the result of
+// one refresh.
+const DefaultBacklogTTL = 30 * time.Second
+
+// DefaultBacklogQueryTimeout bounds one refresh.
+const DefaultBacklogQueryTimeout = 10 * time.Second
+
+// BacklogConfig configures a BacklogCollector.
+type BacklogConfig struct {
+	// TTL is how long the values of one refresh are served: the COUNT query
+	// runs at most once per TTL however many scrapes arrive. Default 30s.
+	TTL time.Duration
+	// QueryTimeout bounds one refresh. Default 10s.
+	QueryTimeout time.Duration
+	// Clock decides when the cache expires and the age of the oldest
+	// PENDING event. Default: the real clock.
+	Clock clockwork.Clock
+}
+
+// BacklogCollector is a prometheus.Collector of the outbox and DLQ backlog:
+// row counts by status and the age of the oldest PENDING event. A scrape
+// reads a cache refreshed by one grouped COUNT query at most once per TTL;
+// concurrent scrapes of an expired cache wait for a single refresh. A failed
+// refresh keeps the last values and counts
+// oncebox_backlog_refresh_errors_total.
+type BacklogCollector struct {
+	db     wsql.ContextExecutor
+	query  string
+	config BacklogConfig
+
+	outboxDesc *prometheus.Desc
+	oldestDesc *prometheus.Desc
+	dlqDesc    *prometheus.Desc
+	lastOKDesc *prometheus.Desc
+	errors     prometheus.Counter
+
+	mu        sync.Mutex
+	refreshed time.Time // last attempt, successful or not
+	snap      *snapshot
+}
+
+// snapshot is the result of one successful refresh.
+type snapshot struct {
+	at     time.Time
+	outbox []backlogRow
+	dlq    []backlogRow
+}
+
+// backlogRow is one group of the backlog query.
+type backlogRow struct {
+	label, status string // event type or DLQ source, and status
+	count         float64
+	oldest        stdsql.NullTime // min(created_at) of the group
+}
+
+var _ prometheus.Collector = (*BacklogCollector)(nil)
+
+// NewBacklogCollector returns a collector over db (a pool: each refresh is
+// one statement) for the tables of d. Register it with a
+// prometheus.Registerer; it runs no query until the first scrape.
+func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg BacklogConfig) (*BacklogCollector, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("db is nil"))
+	}
+	if d == nil {
+		errs = append(errs, errors.New("dialect is nil"))
+	}
+	if cfg.TTL < 0 || cfg.QueryTimeout < 0 {
+		errs = append(errs, errors.New("BacklogConfig.TTL and QueryTimeout must not be negative"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: backlog collector: %w", oncebox.ErrInvalidConfig, err)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultBacklogTTL
+	}
+	if cfg.QueryTimeout == 0 {
+		cfg.QueryTimeout = DefaultBacklogQueryTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	return &BacklogCollector{
+		db:     db,
+		query:  backlogQuery(d.Tables()),
+		config: cfg,
+		outboxDesc: prometheus.NewDesc(NameOutboxEvents,
+			"Rows of the outbox table by event type and status (cached, see oncebox_backlog_last_refresh_success_timestamp_seconds).",
+			[]string{"event_type", "status"}, nil),
+		oldestDesc: prometheus.NewDesc(NameOutboxOldestPendingAge,
+			"Age of the oldest PENDING event of an event type: now minus its created_at (cached; 0 series when none is PENDING).",
+			[]string{"event_type"}, nil),
+		dlqDesc: prometheus.NewDesc(NameDLQEvents,
+			"Rows of the DLQ table by status and source (publisher or consumer) (cached).",
+			[]string{"status", "source"}, nil),
+		lastOKDesc: prometheus.NewDesc(NameBacklogLastRefreshSuccess,
+			"Unix time of the last successful refresh of the backlog gauges.", nil, nil),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: NameBacklogRefreshErrors,
+			Help: "Failed refreshes of the backlog gauges; the last values are kept."}),
+	}, nil
+}
+
+// backlogQuery is the one statement of a refresh. It is written for
+// PostgreSQL (the cast NULL::timestamptz); it is also valid on MySQL once
+// the cast is dropped, which a future dialect-aware version would do.
+func backlogQuery(t dialects.Tables) string {
+	return "SELECT 'outbox', event_type, status, count(*), min(created_at) FROM " + t.Events +
+		" GROUP BY event_type, status" +
+		" UNION ALL SELECT 'dlq', source, status, count(*), NULL::timestamptz FROM " + t.DLQ +
+		" GROUP BY source, status"
+}
+
+// Describe implements prometheus.Collector.
+func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.outboxDesc
+	ch <- c.oldestDesc
+	ch <- c.dlqDesc
+	ch <- c.lastOKDesc
+	c.errors.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: it refreshes the cache if it is
+// older than the TTL, then reports the cached values.
+func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
+	snap := c.current()
+	c.errors.Collect(ch)
+	if snap == nil {
+		return
+	}
+	for _, r := range snap.outbox {
+		ch <- prometheus.MustNewConstMetric(c.outboxDesc, prometheus.GaugeValue, r.count, r.label, r.status)
+		if r.status == string(oncebox.StatusPending) && r.oldest.Valid {
+			age := max(c.config.Clock.Since(r.oldest.Time).Seconds(), 0)
+			ch <- prometheus.MustNewConstMetric(c.oldestDesc, prometheus.GaugeValue, age, r.label)
+		}
+	}
+	for _, r := range snap.dlq {
+		ch <- prometheus.MustNewConstMetric(c.dlqDesc, prometheus.GaugeValue, r.count, r.status, r.label)
+	}
+	ch <- prometheus.MustNewConstMetric(c.lastOKDesc, prometheus.GaugeValue, float64(snap.at.UnixNano())/1e9)
+}
+
+// current returns the cached snapshot, refreshing it first when the last
+// attempt is older than the TTL. The mutex is held across the query, so that
+// concurrent scrapes of an expired cache run one query and share its result.
+func (c *BacklogCollector) current() *snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.config.Clock.Now()
+	if !c.refreshed.IsZero() && now.Sub(c.refreshed) < c.config.TTL {
+		return c.snap
+	}
+	c.refreshed = now
+	snap, err := c.load(now)
+	if err != nil {
+		c.errors.Inc()
+		return c.snap
+	}
+	c.snap = snap
+	return snap
+}
+
+// load runs the backlog query.
+func (c *BacklogCollector) load(now time.Time) (_ *snapshot, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.config.QueryTimeout)
+	defer cancel()
+	rows, err := c.db.QueryContext(ctx, c.query)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, rows.Close()) }()
+	snap := &snapshot{at: now}
+	for rows.Next() {
+		var table string
+		var r backlogRow
+		var n int64
+		if err := rows.Scan(&table, &r.label, &r.status, &n, &r.oldest); err != nil {
+			return nil, err
+		}
+		r.count = float64(n)
+		if table == "dlq" {
+			snap.dlq = append(snap.dlq, r)
+		} else {
+			snap.outbox = append(snap.outbox, r)
+		}
+	}
+	// wsql.Rows has no Err; both adapters (pgx, database/sql) have one.
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, e.Err()
+	}
+	return snap, nil
+}

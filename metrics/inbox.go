@@ -1,0 +1,109 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+// CacheHit is the one value of the label result of
+// oncebox_inbox_cache_lookups_total. There is no "miss": the inbox has no
+// hook for a cache miss, and no "error": CacheError does not tell a failed
+// lookup from a failed addition (see docs/metrics.md).
+const CacheHit = "hit"
+
+// Duplicate sources, the values of the label source of
+// oncebox_inbox_duplicates_total.
+const (
+	SourceCache = "cache"
+	SourceTable = "table"
+)
+
+// InboxHooks implements middleware.InboxHooks with Prometheus metrics. Build
+// it with NewInboxHooks, set it as middleware.InboxConfig.Hooks and its
+// OnCleanerRun as middleware.InboxCleanerConfig.OnRun. It is safe for
+// concurrent use.
+type InboxHooks struct {
+	consumed    *prometheus.CounterVec
+	duplicates  *prometheus.CounterVec
+	failed      *prometheus.CounterVec
+	cacheErrors prometheus.Counter
+	lookups     *prometheus.CounterVec
+	jobs        *jobMetrics
+}
+
+var _ middleware.InboxHooks = (*InboxHooks)(nil)
+
+// NewInboxHooks creates the inbox metrics and registers them with reg. The
+// job metrics (oncebox_job_*) are shared with PollerHooks on the same
+// registry.
+func NewInboxHooks(reg prometheus.Registerer) (*InboxHooks, error) {
+	ns := []string{"namespace"}
+	h := &InboxHooks{
+		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxConsumed,
+			Help: "New messages handled successfully by the inbox."}, ns),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxDuplicates,
+			Help: "Messages dropped as duplicates, by where the id was found: cache or table."}, []string{"namespace", "source"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxFailed,
+			Help: "Messages whose handler failed, whose key was missing, or whose inbox transaction failed."}, ns),
+		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: NameInboxCacheErrors,
+			Help: "Failed cache operations; the table decided instead."}),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxCacheLookups,
+			Help: "Inbox cache lookups by result: hit only (the inbox reports no misses)."}, []string{"result"}),
+		jobs: newJobMetrics(),
+	}
+	for _, c := range []prometheus.Collector{h.consumed, h.duplicates, h.failed, h.cacheErrors, h.lookups} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.jobs.register(reg); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Consumed implements middleware.InboxHooks.
+func (h *InboxHooks) Consumed(namespace string) {
+	h.consumed.WithLabelValues(namespace).Inc()
+}
+
+// Duplicate implements middleware.InboxHooks.
+func (h *InboxHooks) Duplicate(namespace string, cached bool) {
+	if cached {
+		h.duplicates.WithLabelValues(namespace, SourceCache).Inc()
+		h.lookups.WithLabelValues(CacheHit).Inc()
+		return
+	}
+	h.duplicates.WithLabelValues(namespace, SourceTable).Inc()
+}
+
+// Failed implements middleware.InboxHooks.
+func (h *InboxHooks) Failed(namespace string, _ error) {
+	h.failed.WithLabelValues(namespace).Inc()
+}
+
+// CacheError implements middleware.InboxHooks. The inbox reports both failed
+// lookups and failed additions here.
+func (h *InboxHooks) CacheError(error) {
+	h.cacheErrors.Inc()
+}
+
+// OnCleanerRun is a middleware.InboxCleanerConfig.OnRun: it counts the runs
+// of the inbox clean-up (oncebox_job_runs_total{job="inbox-clean-up"}) and
+// the ids it deleted (oncebox_job_rows_total{job="inbox-clean-up"}). The
+// cleaner reports neither the duration nor the next delay of a run, so the
+// job's duration histogram and delay gauge stay empty for it.
+func (h *InboxHooks) OnCleanerRun(r middleware.JobResult) {
+	result := ResultSucceeded
+	switch {
+	case r.Skipped:
+		result = ResultSkipped
+	case r.Err != nil:
+		result = ResultFailed
+	}
+	h.jobs.runs.WithLabelValues(middleware.JobInboxCleanUp, result).Inc()
+	if r.Rows > 0 {
+		h.jobs.rows.WithLabelValues(middleware.JobInboxCleanUp).Add(float64(r.Rows))
+	}
+}

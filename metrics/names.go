@@ -1,0 +1,81 @@
+// Package metrics exposes what oncebox does as Prometheus metrics: poller
+// hooks (NewPollerHooks), inbox hooks (NewInboxHooks, InboxHooks.OnCleanerRun)
+// and backlog gauges computed by cached COUNT queries (NewBacklogCollector).
+//
+// It lives in its own package so that programs which do not use Prometheus
+// do not link client_golang. See docs/metrics.md.
+package metrics
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Namespace is the prefix of every metric name.
+const Namespace = "oncebox"
+
+// The names of the metrics this package registers.
+const (
+	NameOutboxEventsSent        = "oncebox_outbox_events_sent_total"
+	NameOutboxEventsFailed      = "oncebox_outbox_events_failed_total"
+	NameOutboxBrokerUnavailable = "oncebox_outbox_broker_unavailable_total"
+	NameOutboxStaleFinalizes    = "oncebox_outbox_stale_finalizes_total"
+	NameOutboxPolls             = "oncebox_outbox_polls_total"
+	NameOutboxPollErrors        = "oncebox_outbox_poll_errors_total"
+	NameOutboxClaimedEvents     = "oncebox_outbox_claimed_events_total"
+	NameOutboxPollDelay         = "oncebox_outbox_poll_delay_seconds"
+	NameJobRuns                 = "oncebox_job_runs_total"
+	NameJobRunDuration          = "oncebox_job_run_duration_seconds"
+	NameJobRows                 = "oncebox_job_rows_total"
+	NameJobDelay                = "oncebox_job_delay_seconds"
+
+	NameInboxConsumed     = "oncebox_inbox_consumed_total"
+	NameInboxDuplicates   = "oncebox_inbox_duplicates_total"
+	NameInboxFailed       = "oncebox_inbox_failed_total"
+	NameInboxCacheErrors  = "oncebox_inbox_cache_errors_total"
+	NameInboxCacheLookups = "oncebox_inbox_cache_lookups_total"
+
+	NameOutboxEvents              = "oncebox_outbox_events"
+	NameOutboxOldestPendingAge    = "oncebox_outbox_oldest_pending_age_seconds"
+	NameDLQEvents                 = "oncebox_dlq_events"
+	NameBacklogRefreshErrors      = "oncebox_backlog_refresh_errors_total"
+	NameBacklogLastRefreshSuccess = "oncebox_backlog_last_refresh_success_timestamp_seconds"
+)
+
+// names lists every metric name above; the registration code builds its
+// metrics from these constants and the dashboards test checks against it.
+var names = []string{
+	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable,
+	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
+	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay,
+	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
+	NameInboxCacheLookups,
+	NameOutboxEvents, NameOutboxOldestPendingAge, NameDLQEvents, NameBacklogRefreshErrors,
+	NameBacklogLastRefreshSuccess,
+}
+
+// Names returns the name of every metric this package can register, sorted.
+// Histograms are listed by their base name (without _bucket, _sum, _count).
+func Names() []string {
+	out := slices.Clone(names)
+	slices.Sort(out)
+	return out
+}
+
+// reuse registers c with reg and returns it, or returns the collector of
+// the same description already registered there, so that PollerHooks and
+// InboxHooks can share the job metrics on one registry.
+func reuse[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(T); ok {
+				return existing, nil
+			}
+		}
+		return c, err
+	}
+	return c, nil
+}

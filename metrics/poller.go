@@ -1,0 +1,173 @@
+package metrics
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/poller"
+)
+
+// Job run results, the values of the label result of oncebox_job_runs_total.
+const (
+	ResultSucceeded = "succeeded"
+	ResultFailed    = "failed"
+	ResultSkipped   = "skipped"
+)
+
+// PollerHooks implements poller.Hooks with Prometheus metrics. Build it with
+// NewPollerHooks and set it as poller.Config.Hooks. It is safe for
+// concurrent use.
+type PollerHooks struct {
+	sent        *prometheus.CounterVec
+	failed      *prometheus.CounterVec
+	unavailable *prometheus.CounterVec
+	stale       *prometheus.CounterVec
+	polls       *prometheus.CounterVec
+	pollErrors  *prometheus.CounterVec
+	claimed     *prometheus.CounterVec
+	pollDelay   *prometheus.GaugeVec
+	jobs        *jobMetrics
+}
+
+var _ poller.Hooks = (*PollerHooks)(nil)
+
+// jobMetrics are the per-job metrics shared by the poller's jobs and the
+// inbox cleaner.
+type jobMetrics struct {
+	runs     *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	rows     *prometheus.CounterVec
+	delay    *prometheus.GaugeVec
+}
+
+func newJobMetrics() *jobMetrics {
+	return &jobMetrics{
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameJobRuns,
+			Help: "Runs of a background job by result: succeeded, failed, or skipped (another instance held the lease)."},
+			[]string{"job", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: NameJobRunDuration,
+			Help:    "Duration of the runs of a background job that were not skipped.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}},
+			[]string{"job"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameJobRows,
+			Help: "Rows recovered, moved to the DLQ, moved back to the outbox or deleted by a background job."},
+			[]string{"job"}),
+		delay: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameJobDelay,
+			Help: "Current wait of a background job before its next run."},
+			[]string{"job"}),
+	}
+}
+
+// register registers the job metrics with reg, reusing those already there.
+func (j *jobMetrics) register(reg prometheus.Registerer) error {
+	var errs [4]error
+	j.runs, errs[0] = reuse(reg, j.runs)
+	j.duration, errs[1] = reuse(reg, j.duration)
+	j.rows, errs[2] = reuse(reg, j.rows)
+	j.delay, errs[3] = reuse(reg, j.delay)
+	return errors.Join(errs[:]...)
+}
+
+func (j *jobMetrics) done(job string, skipped bool, rows int, d, next float64, err error) {
+	result := ResultSucceeded
+	switch {
+	case skipped:
+		result = ResultSkipped
+	case err != nil:
+		result = ResultFailed
+	}
+	j.runs.WithLabelValues(job, result).Inc()
+	if !skipped {
+		j.duration.WithLabelValues(job).Observe(d)
+	}
+	if rows > 0 {
+		j.rows.WithLabelValues(job).Add(float64(rows))
+	}
+	j.delay.WithLabelValues(job).Set(next)
+}
+
+// NewPollerHooks creates the poller metrics and registers them with reg.
+// It fails when a metric of the same name is already registered there.
+func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
+	et := []string{"event_type"}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	h := &PollerHooks{
+		sent:        counter(NameOutboxEventsSent, "Events the broker confirmed and that were marked PROCESSED.", et...),
+		failed:      counter(NameOutboxEventsFailed, "Failed send attempts; final=\"true\" when the event became FAILED.", "event_type", "final"),
+		unavailable: counter(NameOutboxBrokerUnavailable, "Events released without counting an attempt because the broker was unavailable.", et...),
+		stale:       counter(NameOutboxStaleFinalizes, "Events a finalize did not match because their claim had been recovered by another instance.", et...),
+		polls:       counter(NameOutboxPolls, "Polls of an event type.", et...),
+		pollErrors:  counter(NameOutboxPollErrors, "Polls of an event type that ended with a database error.", et...),
+		claimed:     counter(NameOutboxClaimedEvents, "Rows claimed by the polls of an event type.", et...),
+		pollDelay: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOutboxPollDelay,
+			Help: "Current wait before the next poll of an event type."}, et),
+		jobs: newJobMetrics(),
+	}
+	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
+		h.claimed, h.pollDelay} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.jobs.register(reg); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// PollDone implements poller.Hooks.
+func (h *PollerHooks) PollDone(i poller.PollInfo) {
+	h.polls.WithLabelValues(i.EventType).Inc()
+	if i.Claimed > 0 {
+		h.claimed.WithLabelValues(i.EventType).Add(float64(i.Claimed))
+	}
+	if i.Err != nil {
+		h.pollErrors.WithLabelValues(i.EventType).Inc()
+	}
+	h.pollDelay.WithLabelValues(i.EventType).Set(i.NextDelay.Seconds())
+}
+
+// Sent implements poller.Hooks.
+func (h *PollerHooks) Sent(eventType string, ids []oncebox.EventID) {
+	h.sent.WithLabelValues(eventType).Add(float64(len(ids)))
+}
+
+// SendFailed implements poller.Hooks.
+func (h *PollerHooks) SendFailed(eventType string, failures []poller.Failure) {
+	var final, retried int
+	for _, f := range failures {
+		if f.Final {
+			final++
+		} else {
+			retried++
+		}
+	}
+	if retried > 0 {
+		h.failed.WithLabelValues(eventType, strconv.FormatBool(false)).Add(float64(retried))
+	}
+	if final > 0 {
+		h.failed.WithLabelValues(eventType, strconv.FormatBool(true)).Add(float64(final))
+	}
+}
+
+// BrokerUnavailable implements poller.Hooks.
+func (h *PollerHooks) BrokerUnavailable(eventType string, released int, _ error) {
+	h.unavailable.WithLabelValues(eventType).Add(float64(released))
+}
+
+// StaleFinalize implements poller.Hooks.
+func (h *PollerHooks) StaleFinalize(eventType string, want, got int) {
+	if want > got {
+		h.stale.WithLabelValues(eventType).Add(float64(want - got))
+	}
+}
+
+// JobDone implements poller.Hooks.
+func (h *PollerHooks) JobDone(j poller.JobInfo) {
+	h.jobs.done(j.Job, j.Skipped, j.Rows, j.Duration.Seconds(), j.NextDelay.Seconds(), j.Err)
+}

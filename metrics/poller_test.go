@@ -1,0 +1,114 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/metrics"
+	"github.com/oncebox/watermill-oncebox/poller"
+)
+
+func TestPollerHooksAcrossARealRun(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewSchema(t)
+	clock := clockwork.NewFakeClockAt(t0)
+	publish(t, s, clock, "order-created", 3)
+	publish(t, s, clock, "order-rejected", 1)
+
+	reg := prometheus.NewPedanticRegistry()
+	h, err := metrics.NewPollerHooks(reg)
+	require.NoError(t, err)
+	rec := &recorder{reject: map[string]bool{"order-rejected": true}}
+	cfg := poller.Config{Dialect: s.Dialect, EventTypes: []string{"order-created", "order-rejected"}, Clock: clock, Hooks: h}
+	zero := 0
+	cfg.Oncebox.Outbox.Defaults.MaxRetries = &zero
+	cfg.Oncebox.Outbox.DLQ.Enabled = true
+	p, err := poller.New(s.Beginner, rec, nil, cfg)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(context.Background()) }()
+	<-p.Running()
+	t.Cleanup(func() {
+		require.NoError(t, p.Close())
+		require.NoError(t, <-errc)
+	})
+
+	et := func(e string) map[string]string { return map[string]string{"event_type": e} }
+	job := func(j string) map[string]string { return map[string]string{"job": j} }
+	done := func() bool {
+		v, _ := value(t, reg, "oncebox_job_rows_total", job(poller.JobDLQTransfer))
+		sent, _ := value(t, reg, "oncebox_outbox_events_sent_total", et("order-created"))
+		return v == 1 && sent == 3
+	}
+	// Waiting on the clock: two poll loops, recovery, clean-up, DLQ
+	// transfer, DLQ retry, DLQ clean-up.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for spent := time.Duration(0); ; spent += 250 * time.Millisecond {
+		require.NoError(t, clock.BlockUntilContext(ctx, 7))
+		if done() {
+			break
+		}
+		require.Less(t, spent, 10*time.Minute, "DLQ transfer not seen in the metrics")
+		clock.Advance(250 * time.Millisecond)
+	}
+	require.Equal(t, 1, s.Count(t, s.Dialect.Tables().DLQ, ""))
+
+	require.Equal(t, 3.0, mustValue(t, reg, "oncebox_outbox_events_sent_total", et("order-created")))
+	_, ok := value(t, reg, "oncebox_outbox_events_sent_total", et("order-rejected"))
+	require.False(t, ok, "nothing of order-rejected was sent")
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_events_failed_total",
+		map[string]string{"event_type": "order-rejected", "final": "true"}))
+	_, ok = value(t, reg, "oncebox_outbox_events_failed_total", map[string]string{"event_type": "order-rejected", "final": "false"})
+	require.False(t, ok, "max-retries 0: the first failure is final")
+	require.Equal(t, 3.0, mustValue(t, reg, "oncebox_outbox_claimed_events_total", et("order-created")))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_claimed_events_total", et("order-rejected")))
+	require.GreaterOrEqual(t, mustValue(t, reg, "oncebox_outbox_polls_total", et("order-created")), 1.0)
+	require.Greater(t, mustValue(t, reg, "oncebox_outbox_poll_delay_seconds", et("order-created")), 0.0)
+	_, ok = value(t, reg, "oncebox_outbox_broker_unavailable_total", et("order-created"))
+	require.False(t, ok)
+
+	require.GreaterOrEqual(t, mustValue(t, reg, "oncebox_job_runs_total",
+		map[string]string{"job": poller.JobDLQTransfer, "result": metrics.ResultSucceeded}), 1.0)
+	require.GreaterOrEqual(t, mustValue(t, reg, "oncebox_job_run_duration_seconds", job(poller.JobDLQTransfer)), 1.0)
+	require.Greater(t, mustValue(t, reg, "oncebox_job_delay_seconds", job(poller.JobDLQTransfer)), 0.0)
+	_, ok = value(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobDLQTransfer, "result": metrics.ResultFailed})
+	require.False(t, ok)
+}
+
+func TestPollerHooksDirectCalls(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	h, err := metrics.NewPollerHooks(reg)
+	require.NoError(t, err)
+	h.BrokerUnavailable("a", 5, context.DeadlineExceeded)
+	h.StaleFinalize("a", 4, 1)
+	h.SendFailed("a", []poller.Failure{{Final: false}, {Final: false}, {Final: true}})
+	h.PollDone(poller.PollInfo{EventType: "a", Err: context.Canceled, NextDelay: 2 * time.Second})
+	h.JobDone(poller.JobInfo{Job: poller.JobRecovery, Skipped: true})
+	h.JobDone(poller.JobInfo{Job: poller.JobRecovery, Err: context.Canceled, Rows: 0})
+	a := map[string]string{"event_type": "a"}
+	require.Equal(t, 5.0, mustValue(t, reg, "oncebox_outbox_broker_unavailable_total", a))
+	require.Equal(t, 3.0, mustValue(t, reg, "oncebox_outbox_stale_finalizes_total", a))
+	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_outbox_events_failed_total", map[string]string{"event_type": "a", "final": "false"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_events_failed_total", map[string]string{"event_type": "a", "final": "true"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_poll_errors_total", a))
+	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_outbox_poll_delay_seconds", a))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobRecovery, "result": "skipped"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobRecovery, "result": "failed"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_run_duration_seconds", map[string]string{"job": poller.JobRecovery}),
+		"a skipped run is not timed")
+
+	// A second registration on the same registry fails; inbox hooks share
+	// the job metrics.
+	_, err = metrics.NewPollerHooks(reg)
+	require.Error(t, err)
+	_, err = metrics.NewInboxHooks(reg)
+	require.NoError(t, err)
+}
