@@ -6,11 +6,14 @@ import (
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
-// CacheHit is the one value of the label result of
-// oncebox_inbox_cache_lookups_total. There is no "miss": the inbox has no
-// hook for a cache miss, and no "error": CacheError does not tell a failed
-// lookup from a failed addition (see docs/metrics.md).
-const CacheHit = "hit"
+// The values of the label result of oncebox_inbox_cache_lookups_total. There
+// is no "error": CacheError does not tell a failed lookup from a failed
+// addition (see docs/metrics.md); failures are in
+// oncebox_inbox_cache_errors_total.
+const (
+	CacheHit  = "hit"
+	CacheMiss = "miss"
+)
 
 // Duplicate sources, the values of the label source of
 // oncebox_inbox_duplicates_total.
@@ -49,7 +52,7 @@ func NewInboxHooks(reg prometheus.Registerer) (*InboxHooks, error) {
 		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: NameInboxCacheErrors,
 			Help: "Failed cache operations; the table decided instead."}),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxCacheLookups,
-			Help: "Inbox cache lookups by result: hit only (the inbox reports no misses)."}, []string{"result"}),
+			Help: "Inbox cache lookups by result: hit or miss."}, []string{"result"}),
 		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.consumed, h.duplicates, h.failed, h.cacheErrors, h.lookups} {
@@ -76,6 +79,11 @@ func (h *InboxHooks) Duplicate(namespace string, cached bool) {
 		return
 	}
 	h.duplicates.WithLabelValues(namespace, SourceTable).Inc()
+}
+
+// CacheMiss implements middleware.InboxHooks.
+func (h *InboxHooks) CacheMiss(string) {
+	h.lookups.WithLabelValues(CacheMiss).Inc()
 }
 
 // Failed implements middleware.InboxHooks.

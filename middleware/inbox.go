@@ -111,6 +111,9 @@ type InboxHooks interface {
 	Duplicate(namespace string, cached bool)
 	// Failed is called when the handler failed (or the key was missing).
 	Failed(namespace string, err error)
+	// CacheMiss is called when the cache did not know the key (the table
+	// decides next).
+	CacheMiss(namespace string)
 	// CacheError is called when the cache failed; the table decided instead.
 	CacheError(err error)
 }
@@ -126,6 +129,9 @@ func (NopInboxHooks) Duplicate(string, bool) {}
 
 // Failed implements InboxHooks.
 func (NopInboxHooks) Failed(string, error) {}
+
+// CacheMiss implements InboxHooks.
+func (NopInboxHooks) CacheMiss(string) {}
 
 // CacheError implements InboxHooks.
 func (NopInboxHooks) CacheError(error) {}
@@ -233,11 +239,14 @@ func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) erro
 	}
 	if i.config.Cache != nil {
 		hit, err := i.config.Cache.Contains(msg.Context(), cacheKey)
-		if err != nil {
+		switch {
+		case err != nil:
 			i.cacheFailed(err)
-		} else if hit {
+		case hit:
 			i.config.Hooks.Duplicate(ns, true)
 			return nil
+		default:
+			i.config.Hooks.CacheMiss(ns)
 		}
 	}
 	var err error
