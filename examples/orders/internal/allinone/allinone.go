@@ -21,7 +21,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +37,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/cache/rediscache"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/api"
@@ -180,6 +184,9 @@ type Report struct {
 	OutboxLeft int
 	// Inbox is what the shipping inbox did.
 	Inbox shipping.Stats
+	// MetricsConsumed is oncebox_inbox_consumed_total as the shipping
+	// service's GET /metrics served it at the end of the run.
+	MetricsConsumed float64
 	// Drain is how long it took, after the traffic, until every order was
 	// shipped.
 	Drain time.Duration
@@ -203,6 +210,8 @@ func (r Report) Problems() []string {
 	add(r.Inbox.Duplicates < int64(r.DuplicatesSent), "%d duplicates sent, the inbox saw %d", r.DuplicatesSent, r.Inbox.Duplicates)
 	add(r.Traffic.Unexpected() > 0, "the API answered %d requests unexpectedly (5xx, invalid accepted or valid rejected)", r.Traffic.Unexpected())
 	add(r.Traffic.TransportErrors > 0, "%d requests got no response", r.Traffic.TransportErrors)
+	add(r.MetricsConsumed != float64(r.Inbox.Consumed), "GET /metrics says %g consumed, the inbox counted %d",
+		r.MetricsConsumed, r.Inbox.Consumed)
 	return p
 }
 
@@ -399,6 +408,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	}
 	rep.Relayed = relayed.n.Load()
 	rep.Inbox = ship.Stats()
+	rep.MetricsConsumed = scrapeConsumed(ship.Handler())
 	checkCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := f.check(checkCtx); err != nil {
@@ -698,3 +708,20 @@ type relayCounter struct {
 
 // Sent implements poller.Hooks.
 func (c *relayCounter) Sent(_ string, ids []oncebox.EventID) { c.n.Add(int64(len(ids))) }
+
+// scrapeConsumed reads oncebox_inbox_consumed_total, summed over its
+// namespaces, from the GET /metrics of h.
+func scrapeConsumed(h http.Handler) float64 {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	total := 0.0
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if !strings.HasPrefix(line, "oncebox_inbox_consumed_total{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			total += v
+		}
+	}
+	return total
+}

@@ -23,11 +23,13 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
+	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -66,6 +68,7 @@ type Server struct {
 	pg     *dialects.PostgreSQL
 	pub    publisher.Config
 	relay  *poller.Poller
+	reg    *prometheus.Registry // served on GET /metrics
 	logger watermill.LoggerAdapter
 	http   *http.Server
 	ready  chan struct{}
@@ -106,9 +109,27 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		logger: cfg.Logger.With(watermill.LogFields{"service": "orders-api"}),
 		ready:  make(chan struct{}),
 	}
+	// Metrics: the backlog of the outbox (cached COUNTs) and, with the relay,
+	// its counters.
+	s.reg = prometheus.NewRegistry()
+	backlog, err := metrics.NewBacklogCollector(wsql.BeginnerFromPgx(cfg.Pool), pg, metrics.BacklogConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.reg.Register(backlog); err != nil {
+		return nil, err
+	}
 	if cfg.Relay != nil {
+		relayMetrics, err := metrics.NewPollerHooks(s.reg)
+		if err != nil {
+			return nil, err
+		}
+		var hooks poller.Hooks = relayMetrics
+		if cfg.RelayHooks != nil {
+			hooks = teeHooks{relayMetrics, cfg.RelayHooks}
+		}
 		s.relay, err = poller.New(wsql.BeginnerFromPgx(cfg.Pool), cfg.Relay, cfg.Logger,
-			poller.Config{Dialect: pg, Oncebox: cfg.Oncebox, Hooks: cfg.RelayHooks})
+			poller.Config{Dialect: pg, Oncebox: cfg.Oncebox, Hooks: hooks})
 		if err != nil {
 			return nil, fmt.Errorf("api: relay: %w", err)
 		}
@@ -211,3 +232,26 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 	}
 	return s.Serve(ctx, ln)
 }
+
+// teeHooks hands what the relay does to two hooks: the metrics and the
+// caller's.
+type teeHooks [2]poller.Hooks
+
+func (t teeHooks) PollDone(i poller.PollInfo) { t[0].PollDone(i); t[1].PollDone(i) }
+func (t teeHooks) Sent(typ string, ids []oncebox.EventID) {
+	t[0].Sent(typ, ids)
+	t[1].Sent(typ, ids)
+}
+func (t teeHooks) SendFailed(typ string, f []poller.Failure) {
+	t[0].SendFailed(typ, f)
+	t[1].SendFailed(typ, f)
+}
+func (t teeHooks) BrokerUnavailable(typ string, n int, err error) {
+	t[0].BrokerUnavailable(typ, n, err)
+	t[1].BrokerUnavailable(typ, n, err)
+}
+func (t teeHooks) StaleFinalize(typ string, want, got int) {
+	t[0].StaleFinalize(typ, want, got)
+	t[1].StaleFinalize(typ, want, got)
+}
+func (t teeHooks) JobDone(j poller.JobInfo) { t[0].JobDone(j); t[1].JobDone(j) }

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
 )
@@ -172,4 +172,20 @@ func TestGetUnknownOrderAndHealth(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// GET /metrics serves the outbox backlog: an order just created is a PENDING
+// event (no relay runs in this test).
+func TestMetricsShowTheOutboxBacklog(t *testing.T) {
+	hs, _, _ := newTestServer(t, testConfig(t))
+	code, _, _ := post(t, hs.URL, "application/json", `{"customer_id":"c-1","items":[{"sku":"sku-1","qty":2}]}`)
+	require.Equal(t, http.StatusCreated, code)
+	resp, err := http.Get(hs.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `oncebox_outbox_events{event_type="order-created",status="PENDING"} 1`)
+	require.Contains(t, string(body), `oncebox_outbox_oldest_pending_age_seconds{event_type="order-created"}`)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Problem is an RFC 9457 problem details body (application/problem+json).
@@ -28,11 +29,13 @@ type Problem struct {
 //	POST /orders       create an order: 201 with the order, 400/413/415 with a problem
 //	GET  /orders/{id}  the order and its status: 200, or 404
 //	GET  /healthz      200 when the database answers, 503 otherwise
+//	GET  /metrics      Prometheus metrics: the outbox backlog and the relay
 //
-// With Config.DisableAPI only /healthz is served.
+// With Config.DisableAPI only /healthz and /metrics are served.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	if !s.cfg.DisableAPI {
 		mux.HandleFunc("POST /orders", s.postOrder)
 		mux.HandleFunc("GET /orders/{id}", s.getOrderHandler)

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )

@@ -12,8 +12,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
@@ -114,8 +115,10 @@ type Shipment struct {
 //
 //	GET /healthz               200 when the database answers and the router runs
 //	GET /shipments/{order_id}  the order's shipping status and shipments, or 404
+//	GET /metrics               Prometheus metrics of the inbox
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

@@ -26,12 +26,14 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
+	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
@@ -92,6 +94,7 @@ type Service struct {
 	cleaner *middleware.InboxCleaner
 	logger  watermill.LoggerAdapter
 	stats   statsHooks
+	reg     *prometheus.Registry // served on GET /metrics
 	running chan struct{}
 	started atomic.Bool
 }
@@ -131,6 +134,10 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, pg: pg, topic: topic, running: make(chan struct{}),
 		logger: cfg.Logger.With(watermill.LogFields{"service": "shipping"})}
 
+	s.reg = prometheus.NewRegistry()
+	if s.stats.prom, err = metrics.NewInboxHooks(s.reg); err != nil {
+		return nil, err
+	}
 	db := wsql.BeginnerFromPgx(cfg.Pool)
 	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: pg, Cache: cfg.Cache, Hooks: &s.stats}, cfg.Logger)
 	if err != nil {
@@ -263,22 +270,30 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 	return errors.Join(errs...)
 }
 
-// statsHooks counts the inbox's outcomes.
+// statsHooks counts the inbox's outcomes for the service's own report and
+// hands each to the Prometheus metrics (prom).
 type statsHooks struct {
-	middleware.NopInboxHooks
+	prom                                 *metrics.InboxHooks
 	consumed, duplicates, cached, failed atomic.Int64
 }
 
 // Consumed implements middleware.InboxHooks.
-func (h *statsHooks) Consumed(string) { h.consumed.Add(1) }
+func (h *statsHooks) Consumed(ns string) { h.consumed.Add(1); h.prom.Consumed(ns) }
 
 // Duplicate implements middleware.InboxHooks.
-func (h *statsHooks) Duplicate(_ string, cached bool) {
+func (h *statsHooks) Duplicate(ns string, cached bool) {
 	h.duplicates.Add(1)
 	if cached {
 		h.cached.Add(1)
 	}
+	h.prom.Duplicate(ns, cached)
 }
 
 // Failed implements middleware.InboxHooks.
-func (h *statsHooks) Failed(string, error) { h.failed.Add(1) }
+func (h *statsHooks) Failed(ns string, err error) { h.failed.Add(1); h.prom.Failed(ns, err) }
+
+// CacheMiss implements middleware.InboxHooks.
+func (h *statsHooks) CacheMiss(ns string) { h.prom.CacheMiss(ns) }
+
+// CacheError implements middleware.InboxHooks.
+func (h *statsHooks) CacheError(err error) { h.prom.CacheError(err) }
