@@ -20,15 +20,54 @@ type Config struct {
 	Dialect dialects.Dialect
 	// Clock stamps updated_at on status changes. Default: the real clock.
 	Clock clockwork.Clock
+	// OnAction, if set, is called after every status change or delete that
+	// changed at least one row, with the action (ActionRetry, ActionResolve,
+	// ActionReopen, ActionDelete) and the number of rows changed. No-ops and
+	// failures are not reported. It is called synchronously by the Store
+	// method: return quickly. The REST handler and the CLI go through a
+	// Store, so both are covered.
+	OnAction func(action string, n int)
+}
+
+// The actions reported to Config.OnAction.
+const (
+	// ActionRetry: rows set to TO_RETRY.
+	ActionRetry = "retry"
+	// ActionResolve: rows set to RESOLVED.
+	ActionResolve = "resolve"
+	// ActionReopen: rows set back to MOVED.
+	ActionReopen = "reopen"
+	// ActionDelete: rows deleted.
+	ActionDelete = "delete"
+)
+
+// actionOf returns the action of a change to status to.
+func actionOf(to oncebox.DLQStatus) string {
+	switch to {
+	case oncebox.DLQStatusToRetry:
+		return ActionRetry
+	case oncebox.DLQStatusResolved:
+		return ActionResolve
+	default:
+		return ActionReopen
+	}
 }
 
 // Store reads and changes the rows of the DLQ table. Every method is one
 // statement (a single-row change that is refused adds a read to tell why),
 // runs on the pool it was given and is safe for concurrent use.
 type Store struct {
-	db    wsql.ContextExecutor
-	d     dialects.Dialect
-	clock clockwork.Clock
+	db       wsql.ContextExecutor
+	d        dialects.Dialect
+	clock    clockwork.Clock
+	onAction func(action string, n int)
+}
+
+// report calls the OnAction hook, if any, for n > 0 rows.
+func (s *Store) report(action string, n int) {
+	if s.onAction != nil && n > 0 {
+		s.onAction(action, n)
+	}
 }
 
 // NewStore returns a Store over db, a pool (sql.BeginnerFromPgx,
@@ -47,7 +86,7 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 	if config.Clock == nil {
 		config.Clock = clockwork.NewRealClock()
 	}
-	return &Store{db: db, d: config.Dialect, clock: config.Clock}, nil
+	return &Store{db: db, d: config.Dialect, clock: config.Clock, onAction: config.OnAction}, nil
 }
 
 // Row is one row of the DLQ table. Times are UTC.
@@ -261,6 +300,7 @@ func (s *Store) SetStatus(ctx context.Context, id oncebox.EventID, to oncebox.DL
 			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
 		}
 		if n > 0 {
+			s.report(actionOf(to), n)
 			return nil
 		}
 		cur, found, err := s.status(ctx, id)
@@ -299,6 +339,7 @@ func (s *Store) SetStatusMany(ctx context.Context, ids []oncebox.EventID, to onc
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set %d rows to %s: %w", len(ids), to, err)
 	}
+	s.report(actionOf(to), n)
 	return n, nil
 }
 
@@ -318,6 +359,7 @@ func (s *Store) SetStatusWhere(ctx context.Context, f Filter, to oncebox.DLQStat
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set rows to %s: %w", to, err)
 	}
+	s.report(actionOf(to), n)
 	return n, nil
 }
 
@@ -329,6 +371,7 @@ func (s *Store) Delete(ctx context.Context, id oncebox.EventID) error {
 			return fmt.Errorf("oncebox: dlq: delete %s: %w", id, err)
 		}
 		if n > 0 {
+			s.report(ActionDelete, n)
 			return nil
 		}
 		cur, found, err := s.status(ctx, id)
@@ -355,6 +398,7 @@ func (s *Store) DeleteMany(ctx context.Context, ids []oncebox.EventID) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: delete %d rows: %w", len(ids), err)
 	}
+	s.report(ActionDelete, n)
 	return n, nil
 }
 
@@ -368,6 +412,7 @@ func (s *Store) DeleteWhere(ctx context.Context, f Filter) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: delete rows: %w", err)
 	}
+	s.report(ActionDelete, n)
 	return n, nil
 }
 

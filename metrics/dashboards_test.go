@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/middleware"
@@ -110,6 +111,10 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	require.NoError(t, err)
 	ih, err := metrics.NewInboxHooks(reg)
 	require.NoError(t, err)
+	poison, err := metrics.NewPoisonHooks(reg)
+	require.NoError(t, err)
+	actions, err := metrics.NewDLQActionHooks(reg)
+	require.NoError(t, err)
 	bc, err := metrics.NewBacklogCollector(s.Beginner, s.Dialect, metrics.BacklogConfig{Clock: clock})
 	require.NoError(t, err)
 	require.NoError(t, reg.Register(bc))
@@ -130,6 +135,9 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	ih.Failed("", nil)
 	ih.CacheError(nil)
 	ih.OnCleanerRun(middleware.JobResult{Rows: 1})
+	poison.OnParked("h", nil)
+	poison.OnStoreFailed("h", nil)
+	actions.OnAction(dlq.ActionRetry, 1)
 	return reg
 }
 

@@ -1,5 +1,6 @@
 // Package metrics exposes what oncebox does as Prometheus metrics: poller
-// hooks (NewPollerHooks), inbox hooks (NewInboxHooks, InboxHooks.OnCleanerRun)
+// hooks (NewPollerHooks), inbox hooks (NewInboxHooks, InboxHooks.OnCleanerRun),
+// poison queue hooks (NewPoisonHooks), DLQ action hooks (NewDLQActionHooks)
 // and backlog gauges computed by cached COUNT queries (NewBacklogCollector).
 //
 // It lives in its own package so that programs which do not use Prometheus
@@ -37,6 +38,10 @@ const (
 	NameInboxCacheErrors  = "oncebox_inbox_cache_errors_total"
 	NameInboxCacheLookups = "oncebox_inbox_cache_lookups_total"
 
+	NamePoisonParked        = "oncebox_poison_parked_total"
+	NamePoisonStoreFailures = "oncebox_poison_store_failures_total"
+	NameDLQActions          = "oncebox_dlq_actions_total"
+
 	NameOutboxEvents              = "oncebox_outbox_events"
 	NameOutboxOldestPendingAge    = "oncebox_outbox_oldest_pending_age_seconds"
 	NameDLQEvents                 = "oncebox_dlq_events"
@@ -52,6 +57,7 @@ var names = []string{
 	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
+	NamePoisonParked, NamePoisonStoreFailures, NameDLQActions,
 	NameOutboxEvents, NameOutboxOldestPendingAge, NameDLQEvents, NameBacklogRefreshErrors,
 	NameBacklogLastRefreshSuccess,
 }

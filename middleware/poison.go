@@ -31,6 +31,14 @@ type PoisonConfig struct {
 	ShouldPoison func(err error) bool
 	// Clock stamps the failure. Default: the real clock.
 	Clock clockwork.Clock
+	// OnParked, if set, is called after a message was stored in the DLQ,
+	// with the handler's name and the handler's error. It is called
+	// synchronously on the handler's goroutine: return quickly.
+	OnParked func(handler string, err error)
+	// OnStoreFailed, if set, is called when a message could not be stored
+	// in the DLQ (it is nacked and redelivered), with the handler's name
+	// and the store's error. Called synchronously: return quickly.
+	OnStoreFailed func(handler string, err error)
 }
 
 // PoisonQueue stores messages whose handler failed in the DLQ table (source
@@ -73,20 +81,34 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 // with the store's, the message is nacked and comes back. Storing is an
 // upsert on (event id, handler): a crash between storing and acking, or a
 // redelivery, adds an attempt to the same row instead of a second row.
+// Both outcomes are logged at ERROR with the message's event id, event type
+// and handler, and reported to OnParked or OnStoreFailed when set.
 func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		produced, err := h(msg)
 		if err == nil || !p.config.ShouldPoison(err) {
 			return produced, err
 		}
+		handler := message.HandlerNameFromCtx(msg.Context())
+		fields := watermill.LogFields{
+			"message_uuid": msg.UUID,
+			"handler":      handler,
+			"topic":        message.SubscribeTopicFromCtx(msg.Context()),
+			"event_id":     msg.Metadata.Get(oncebox.HeaderEventID),
+			"event_type":   msg.Metadata.Get(oncebox.HeaderEventType),
+		}
 		if storeErr := p.store(msg, err); storeErr != nil {
 			p.logger.Error("Could not store a poison message in the DLQ; it will be redelivered", storeErr,
-				watermill.LogFields{"message_uuid": msg.UUID})
+				fields.Add(watermill.LogFields{"handler_error": err.Error()}))
+			if p.config.OnStoreFailed != nil {
+				p.config.OnStoreFailed(handler, storeErr)
+			}
 			return nil, errors.Join(err, storeErr)
 		}
-		p.logger.Error("Message parked in the DLQ", err, watermill.LogFields{"message_uuid": msg.UUID,
-			"handler": message.HandlerNameFromCtx(msg.Context()), "topic": message.SubscribeTopicFromCtx(msg.Context()),
-			"event_id": msg.Metadata.Get(oncebox.HeaderEventID)})
+		p.logger.Error("Message parked in the DLQ", err, fields)
+		if p.config.OnParked != nil {
+			p.config.OnParked(handler, err)
+		}
 		return nil, nil
 	}
 }

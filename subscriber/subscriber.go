@@ -102,7 +102,11 @@ func (s *InboxSubscriber) deliver(ctx context.Context, msg *message.Message, out
 	})
 	if err != nil {
 		if !errors.Is(err, errNacked) {
-			s.logger.Error("Inbox subscriber: message not processed, nacking", err, watermill.LogFields{"message_uuid": msg.UUID})
+			s.logger.Error("Inbox subscriber: message not processed, nacking", err, watermill.LogFields{
+				"message_uuid": msg.UUID,
+				"event_id":     msg.Metadata.Get(oncebox.HeaderEventID),
+				"event_type":   msg.Metadata.Get(oncebox.HeaderEventType),
+			})
 		}
 		msg.Nack()
 		return

@@ -1,0 +1,69 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// PoisonHooks counts what a middleware.PoisonQueue does. Build it with
+// NewPoisonHooks and set its methods as middleware.PoisonConfig.OnParked and
+// OnStoreFailed. It is safe for concurrent use.
+type PoisonHooks struct {
+	parked        *prometheus.CounterVec
+	storeFailures *prometheus.CounterVec
+}
+
+// NewPoisonHooks creates the poison queue metrics
+// (oncebox_poison_parked_total, oncebox_poison_store_failures_total) and
+// registers them with reg.
+func NewPoisonHooks(reg prometheus.Registerer) (*PoisonHooks, error) {
+	h := &PoisonHooks{
+		parked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePoisonParked,
+			Help: "Messages whose handler failed and that the poison queue stored in the DLQ, by handler."}, []string{"handler"}),
+		storeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePoisonStoreFailures,
+			Help: "Messages the poison queue could not store in the DLQ (nacked, redelivered), by handler."}, []string{"handler"}),
+	}
+	for _, c := range []prometheus.Collector{h.parked, h.storeFailures} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// OnParked is a middleware.PoisonConfig.OnParked: it counts a parked message.
+func (h *PoisonHooks) OnParked(handler string, _ error) {
+	h.parked.WithLabelValues(handler).Inc()
+}
+
+// OnStoreFailed is a middleware.PoisonConfig.OnStoreFailed: it counts a
+// message that could not be stored.
+func (h *PoisonHooks) OnStoreFailed(handler string, _ error) {
+	h.storeFailures.WithLabelValues(handler).Inc()
+}
+
+// DLQActionHooks counts the operator actions on the DLQ (REST handler and
+// CLI alike, both go through a dlq.Store). Build it with NewDLQActionHooks
+// and set its OnAction as dlq.Config.OnAction. It is safe for concurrent use.
+type DLQActionHooks struct {
+	actions *prometheus.CounterVec
+}
+
+// NewDLQActionHooks creates oncebox_dlq_actions_total and registers it with
+// reg.
+func NewDLQActionHooks(reg prometheus.Registerer) (*DLQActionHooks, error) {
+	h := &DLQActionHooks{
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameDLQActions,
+			Help: "DLQ rows changed by operator actions, by action: retry, resolve, reopen, delete."}, []string{"action"}),
+	}
+	if err := reg.Register(h.actions); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// OnAction is a dlq.Config.OnAction: it adds the n rows an action changed.
+func (h *DLQActionHooks) OnAction(action string, n int) {
+	if n > 0 {
+		h.actions.WithLabelValues(action).Add(float64(n))
+	}
+}
