@@ -14,6 +14,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
@@ -99,6 +102,17 @@ type InboxConfig struct {
 	TxOptions *stdsql.TxOptions
 	// Hooks receives what the inbox does. Default: NopInboxHooks.
 	Hooks InboxHooks
+	// TracerProvider starts the inbox's span, "oncebox.inbox <handler or
+	// namespace>" (kind Consumer), for every message Process sees,
+	// duplicates included. The span is a child of the trace context stored
+	// in the message's metadata (the producer's), and msg.Context() carries
+	// it while the handler runs, so that the handler's spans nest under it
+	// (see docs/tracing.md). Default: otel.GetTracerProvider(), a no-op until
+	// a global provider is set.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the producer's trace context from the message's
+	// metadata. Default: otel.GetTextMapPropagator().
+	Propagator propagation.TextMapPropagator
 }
 
 // InboxHooks receives what the inbox does, for metrics and tests. Methods
@@ -142,6 +156,7 @@ func (NopInboxHooks) CacheError(error) {}
 type Inbox struct {
 	config InboxConfig
 	logger watermill.LoggerAdapter
+	tracer trace.Tracer
 
 	mu           sync.Mutex
 	warnedAcked  bool
@@ -185,11 +200,18 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 	if config.Hooks == nil {
 		config.Hooks = NopInboxHooks{}
 	}
+	if config.TracerProvider == nil {
+		config.TracerProvider = otel.GetTracerProvider()
+	}
+	if config.Propagator == nil {
+		config.Propagator = otel.GetTextMapPropagator()
+	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
 	return &Inbox{
 		config:       config,
+		tracer:       config.TracerProvider.Tracer(tracerName),
 		logger:       logger.With(watermill.LogFields{"component": "oncebox-inbox", "mode": config.Mode.String()}),
 		topicHandler: map[string]string{},
 		warnedTopic:  map[string]bool{},
@@ -221,17 +243,31 @@ func (i *Inbox) Middleware(h message.HandlerFunc) message.HandlerFunc {
 // (or a database error) otherwise. During handle, msg's context carries the
 // transaction in Transactional mode (see TxFromContext); it is restored
 // afterwards.
+//
+// Process also starts the inbox's span, a child of the trace context stored
+// in msg's metadata, and msg's context carries it while handle runs.
 func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) error) error {
-	ns := i.namespace(msg.Context())
+	orig := msg.Context()
+	ns := i.namespace(orig)
 	key := i.config.Key(msg)
+	span := i.startSpan(msg, ns, key)
+	duplicate, cached, err := i.process(msg, ns, key, handle)
+	msg.SetContext(orig)
+	endInboxSpan(span, duplicate, cached, err)
+	return err
+}
+
+// process is Process without the span. It reports whether msg was a
+// duplicate, and whether the cache said so.
+func (i *Inbox) process(msg *message.Message, ns, key string, handle func(*message.Message) error) (duplicate, cached bool, err error) {
 	if err := validKey(key); err != nil {
 		if !i.config.AllowMissingKey {
 			err = fmt.Errorf("%w: message %s: %v", oncebox.ErrMissingEventID, msg.UUID, err)
 			i.config.Hooks.Failed(ns, err)
-			return err
+			return false, false, err
 		}
 		i.logger.Debug("Message without a usable key handled without deduplication", watermill.LogFields{"message_uuid": msg.UUID})
-		return i.runUnkeyed(msg, handle)
+		return false, false, i.runUnkeyed(msg, handle)
 	}
 	cacheKey := key
 	if ns != "" {
@@ -244,13 +280,11 @@ func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) erro
 			i.cacheFailed(err)
 		case hit:
 			i.config.Hooks.Duplicate(ns, true)
-			return nil
+			return true, true, nil
 		default:
 			i.config.Hooks.CacheMiss(ns)
 		}
 	}
-	var err error
-	var duplicate bool
 	if i.config.Mode == NonTransactional {
 		duplicate, err = i.processAtMostOnce(msg, ns, key, handle)
 	} else {
@@ -258,7 +292,7 @@ func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) erro
 	}
 	if err != nil {
 		i.config.Hooks.Failed(ns, err)
-		return err
+		return false, false, err
 	}
 	if duplicate {
 		i.config.Hooks.Duplicate(ns, false)
@@ -267,7 +301,7 @@ func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) erro
 	}
 	// Committed either way: by us now, or by whoever processed it first.
 	i.cacheAdd(msg.Context(), cacheKey)
-	return nil
+	return duplicate, false, nil
 }
 
 // processInTx records the key and runs handle in one transaction.

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -70,6 +73,15 @@ type Config struct {
 	// JobBatchSize is the most rows a recovery, DLQ transfer or DLQ retry
 	// statement touches. Default 1000.
 	JobBatchSize int
+	// TracerProvider starts the relay's spans: one "oncebox.relay send
+	// <topic>" span (kind Producer) per topic of each batch sent, linked to
+	// the producers' stored trace contexts (see docs/tracing.md). Default:
+	// otel.GetTracerProvider(), a no-op until a global provider is set.
+	TracerProvider trace.TracerProvider
+	// Propagator reads the producers' trace contexts from the stored
+	// metadata for the links. It must match the publisher's. Default:
+	// otel.GetTextMapPropagator().
+	Propagator propagation.TextMapPropagator
 }
 
 // Schedule is the adaptive pace of a background job: after a run that found
@@ -139,6 +151,12 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	if c.Hooks == nil {
 		c.Hooks = NopHooks{}
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	if c.Propagator == nil {
+		c.Propagator = otel.GetTextMapPropagator()
 	}
 	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
 	c.Recovery = c.Recovery.WithDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})

@@ -11,6 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -28,6 +29,7 @@ type Poller struct {
 	events []oncebox.EventConfig
 	d      dialects.Dialect
 	locker *lease.Locker
+	tracer trace.Tracer
 
 	sem     chan struct{}   // bounds concurrent database users
 	dlqWake chan struct{}   // a poll marked rows FAILED
@@ -70,6 +72,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 		events:  events,
 		d:       config.Dialect,
 		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
+		tracer:  config.TracerProvider.Tracer(tracerName),
 		sem:     make(chan struct{}, config.MaxConcurrentQueries),
 		dlqWake: make(chan struct{}, 1),
 		running: make(chan struct{}),

@@ -96,6 +96,7 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		for k, i := range idx {
 			group[k] = msgs[i]
 		}
+		span := p.startSendSpan(ctx, topic, group)
 		perMsg, callErr := p.publish(topic, group)
 		switch {
 		case callErr != nil && (p.config.IsUnavailable(callErr) || ctx.Err() != nil):
@@ -130,6 +131,7 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 				}
 			}
 		}
+		endSendSpan(span, idx, results, callErr)
 	}
 	return results
 }

@@ -26,6 +26,9 @@ import (
 	"github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jonboulle/clockwork"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -50,6 +53,15 @@ type Config struct {
 	// commits on its own, and the event is no longer atomic with the business
 	// rows. Default false: such a handle is refused with ErrNoTransaction.
 	AllowNonTransactionalDangerously bool
+	// Propagator writes the trace context of each message's context
+	// (msg.Context()) into the stored metadata (with the W3C propagator, the
+	// traceparent and tracestate headers), so that the relay can link to it
+	// and the consumer continue it; see docs/tracing.md. Nothing is stored
+	// when the context carries no valid span, or when the message already
+	// has a traceparent header. Default: otel.GetTextMapPropagator(), read
+	// at each Publish; while no global propagator is set, that is a no-op
+	// and nothing is stored.
+	Propagator propagation.TextMapPropagator
 }
 
 // Publisher writes messages as outbox rows through the caller's transaction.
@@ -156,7 +168,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			Key:         oncebox.Key(msg),
 			MessageUUID: msg.UUID,
 			Payload:     msg.Payload,
-			Metadata:    metadata.Encode(msg.Metadata, oncebox.HeaderEventID, ids[i], oncebox.HeaderEventType, topic),
+			Metadata:    metadata.Encode(msg.Metadata, p.traceHeaders(msg, oncebox.HeaderEventID, ids[i], oncebox.HeaderEventType, topic)...),
 			CreatedAt:   now,
 		}
 	}
@@ -175,6 +187,36 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.logger.Trace("Events written to the outbox", watermill.LogFields{"event_type": topic, "count": len(msgs)})
 	return nil
 }
+
+// traceHeaders returns extra followed by the trace context of msg's context
+// as header name/value pairs, when that context carries a valid span and msg
+// has no traceparent of its own. The message itself is not changed.
+func (p *Publisher) traceHeaders(msg *message.Message, extra ...string) []string {
+	ctx := msg.Context()
+	if !trace.SpanContextFromContext(ctx).IsValid() || msg.Metadata.Get(traceparentHeader) != "" {
+		return extra
+	}
+	prop := p.config.Propagator
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+	}
+	carrier := propagation.MapCarrier{}
+	prop.Inject(ctx, carrier)
+	if metadata.Validate(carrier) != nil {
+		return extra // a propagator wrote headers that cannot be stored
+	}
+	for k, v := range carrier {
+		if _, set := msg.Metadata[k]; set {
+			continue // never overwrite a header the user set
+		}
+		extra = append(extra, k, v)
+	}
+	return extra
+}
+
+// traceparentHeader is the W3C Trace Context header; a message carrying it
+// keeps it.
+const traceparentHeader = "traceparent"
 
 func (p *Publisher) insert(ctx context.Context, topic string, rows []dialects.EventRow) error {
 	limit := p.config.Dialect.MaxRowsPerInsert()

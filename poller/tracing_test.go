@@ -1,0 +1,84 @@
+package poller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/oncebox/watermill-oncebox/poller"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+// The relay span links to at most MaxSpanLinks producers, counts them all,
+// records a failed send, and the messages keep the producers' traceparent.
+func TestRelaySpanLinksProducersAndRecordsFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = poller.MaxSpanLinks + 22
+	ctx := context.Background()
+	tx, err := b.schema.Pool.Begin(ctx)
+	require.NoError(t, err)
+	pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: b.schema.Dialect}, nil)
+	require.NoError(t, err)
+	parents := map[string]bool{}
+	msgs := make([]*message.Message, n)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(watermill.NewUUID(), []byte(`{}`))
+		tp := fmt.Sprintf("00-%032x-%016x-01", i+1, i+1)
+		msgs[i].Metadata.Set("traceparent", tp)
+		parents[tp] = true
+	}
+	require.NoError(t, pub.Publish("order-created", msgs...))
+	require.NoError(t, tx.Commit(ctx))
+
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer func() { _ = tp.Shutdown(ctx) }()
+	var mu sync.Mutex
+	sent := map[string]bool{}
+	rec := newRecorder()
+	rec.fn = func(_ string, msgs []*message.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			sent[m.Metadata.Get("traceparent")] = true
+		}
+		return errors.New("rejected")
+	}
+	cfg := fastPolling(b.config("order-created"))
+	cfg.TracerProvider = tp
+	cfg.Propagator = propagation.TraceContext{}
+	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "a send span", func() bool { return len(exp.GetSpans()) > 0 })
+
+	span := exp.GetSpans()[0]
+	require.Equal(t, "oncebox.relay send order-created", span.Name)
+	require.Len(t, span.Links, poller.MaxSpanLinks)
+	require.Equal(t, codes.Error, span.Status.Code)
+	require.NotEmpty(t, span.Events, "the error is recorded")
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range span.Attributes {
+		attrs[kv.Key] = kv.Value
+	}
+	require.Equal(t, int64(n), attrs["oncebox.producer_links"].AsInt64())
+	require.Equal(t, int64(n), attrs["messaging.batch.message_count"].AsInt64())
+	require.Equal(t, int64(n), attrs["oncebox.messages.failed"].AsInt64())
+	require.Equal(t, int64(0), attrs["oncebox.messages.confirmed"].AsInt64())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, parents, sent, "the messages keep the producers' traceparent")
+}
