@@ -344,7 +344,8 @@ func (i *Inbox) processAtMostOnce(msg *message.Message, ns, key string, handle f
 	}
 	if err := safeHandle(handle, msg); err != nil {
 		i.logger.Error("Handler failed after its id was recorded: at-most-once, redeliveries will be skipped", err,
-			watermill.LogFields{"key": key, "namespace": ns, "message_uuid": msg.UUID})
+			watermill.LogFields{"key": key, "namespace": ns, "message_uuid": msg.UUID,
+				"event_id": msg.Metadata.Get(oncebox.HeaderEventID), "event_type": msg.Metadata.Get(oncebox.HeaderEventType)})
 		return false, err
 	}
 	return false, nil
