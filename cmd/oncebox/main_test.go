@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -364,6 +365,13 @@ func TestAdminServe(t *testing.T) {
 	}
 	require.Equal(t, http.StatusUnauthorized, get(""))
 	require.NotEqual(t, http.StatusUnauthorized, get("s3cret-token-for-tests"))
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "oncebox_backlog_last_refresh_success_timestamp_seconds")
 	cancel()
 	require.Equal(t, 0, <-done)
 	http.DefaultClient.CloseIdleConnections()

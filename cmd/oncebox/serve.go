@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/oncebox/watermill-oncebox/dlq"
+	"github.com/oncebox/watermill-oncebox/metrics"
 )
 
 func (a *app) adminCmd() *cobra.Command {
@@ -70,7 +73,22 @@ func (a *app) serveCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			st, err := a.store(c)
+			// GET /metrics: the DLQ actions taken through this server and
+			// the backlog (COUNTs cached 30s), for Prometheus. It is served
+			// without the bearer token, as scrape targets usually are.
+			reg := prometheus.NewRegistry()
+			actions, err := metrics.NewDLQActionHooks(reg)
+			if err != nil {
+				return err
+			}
+			backlog, err := metrics.NewBacklogCollector(c.db, c.d, metrics.BacklogConfig{})
+			if err != nil {
+				return err
+			}
+			if err := reg.Register(backlog); err != nil {
+				return err
+			}
+			st, err := dlq.NewStore(c.db, dlq.Config{Dialect: c.d, Clock: a.clock, OnAction: actions.OnAction})
 			if err != nil {
 				return err
 			}
@@ -82,6 +100,7 @@ func (a *app) serveCmd() *cobra.Command {
 			mux := http.NewServeMux()
 			mux.Handle(basePath, h)
 			mux.Handle(basePath+"/", h)
+			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)
