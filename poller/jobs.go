@@ -45,9 +45,6 @@ func (p *Poller) recoveryLoop(ctx context.Context) {
 			now := p.config.Clock.Now().UTC()
 			return p.d.EventsRecover(now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime), now, limit)
 		})
-		if n > 0 {
-			p.logger.Info("Recovered stuck events", watermill.LogFields{"rows": n})
-		}
 		return n, false, err
 	})
 }
@@ -92,9 +89,6 @@ func (p *Poller) dlqRetryLoop(ctx context.Context) {
 		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
 			return p.d.DLQTransferToOutbox(p.config.Clock.Now().UTC(), limit)
 		})
-		if n > 0 {
-			p.logger.Info("DLQ rows moved back to the outbox", watermill.LogFields{"rows": n})
-		}
 		return n, false, err
 	})
 }
