@@ -12,9 +12,8 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jonboulle/clockwork"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -148,16 +147,11 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	close(c.running)
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
-		var n int
-		ran, err := c.locker.RunLocked(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
-			func(ctx context.Context) error {
-				var err error
-				n, err = dbexec.Repeat(ctx, c.db, cfg.BatchSize, func() dialects.Query {
-					return c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
-				})
-				return err
+		n, skipped, err := c.locker.CleanUp(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
+			cfg.BatchSize, func() dialects.Query {
+				return c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
 			})
-		return JobResult{Rows: n, Skipped: !ran && err == nil, Err: err}
+		return JobResult{Rows: n, Skipped: skipped, Err: err}
 	}, func(r JobResult, _, next time.Duration) {
 		if r.Err != nil && ctx.Err() == nil {
 			c.logger.Error("Inbox clean-up failed", r.Err, watermill.LogFields{"next_delay": next})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
@@ -64,17 +65,19 @@ func (p *Poller) dlqLoop(ctx context.Context) {
 // instance at a time: the lease "outbox-clean-up" in the jobs table.
 func (p *Poller) cleanUpLoop(ctx context.Context) {
 	cfg := p.config.Oncebox.Outbox.CleanUp
-	p.runJob(ctx, JobOutboxCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
-		var n int
-		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min,
-			p.config.FinalizeTimeout, func(ctx context.Context) error {
-				var err error
-				n, err = dbexec.Repeat(ctx, p.db, cfg.BatchSize, func() dialects.Query {
-					return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
-				})
-				return err
+	p.leasedCleanUp(ctx, JobOutboxCleanUp, cfg, p.d.EventsDeleteProcessed)
+}
+
+// leasedCleanUp runs the clean-up job on the CleanUp schedule: rows older
+// than cfg.TTL deleted cfg.BatchSize at a time by the statements del builds,
+// under the job's lease.
+func (p *Poller) leasedCleanUp(ctx context.Context, job string, cfg oncebox.CleanUpConfig,
+	del func(cutoff time.Time, limit int) dialects.Query) {
+	p.runJob(ctx, job, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
+		return p.locker.CleanUp(ctx, job, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
+			cfg.BatchSize, func() dialects.Query {
+				return del(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
 			})
-		return n, !ran && err == nil, err
 	})
 }
 
@@ -97,17 +100,5 @@ func (p *Poller) dlqRetryLoop(ctx context.Context) {
 // outbox.dlq.clean-up.ttl, in batches, on one instance at a time: the lease
 // "dlq-clean-up" in the jobs table. It runs on the CleanUp schedule.
 func (p *Poller) dlqCleanUpLoop(ctx context.Context) {
-	cfg := p.config.Oncebox.Outbox.DLQ.CleanUp
-	p.runJob(ctx, JobDLQCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
-		var n int
-		ran, err := p.locker.RunLocked(ctx, JobDLQCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min,
-			p.config.FinalizeTimeout, func(ctx context.Context) error {
-				var err error
-				n, err = dbexec.Repeat(ctx, p.db, cfg.BatchSize, func() dialects.Query {
-					return p.d.DLQDeleteResolved(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
-				})
-				return err
-			})
-		return n, !ran && err == nil, err
-	})
+	p.leasedCleanUp(ctx, JobDLQCleanUp, p.config.Oncebox.Outbox.DLQ.CleanUp, p.d.DLQDeleteResolved)
 }

@@ -274,20 +274,28 @@ func (a *app) store(c *conn) (*dlq.Store, error) {
 	return dlq.NewStore(c.db, dlq.Config{Dialect: c.d, Clock: a.clock})
 }
 
-// openStore connects for one command and returns its context (bounded by
-// --timeout), the DLQ store and a func that releases both.
-func (a *app) openStore(cmd *cobra.Command) (context.Context, *dlq.Store, func(), error) {
+// open connects for one command and returns its context (bounded by
+// --timeout), the connection and a func that releases both.
+func (a *app) open(cmd *cobra.Command) (context.Context, *conn, func(), error) {
 	ctx, cancel := a.ctx(cmd)
 	c, err := a.connect(ctx)
 	if err != nil {
 		cancel()
 		return nil, nil, nil, err
 	}
-	st, err := a.store(c)
+	return ctx, c, func() { c.Close(); cancel() }, nil
+}
+
+// openStore is open with the DLQ store over the connection.
+func (a *app) openStore(cmd *cobra.Command) (context.Context, *dlq.Store, func(), error) {
+	ctx, c, done, err := a.open(cmd)
 	if err != nil {
-		c.Close()
-		cancel()
 		return nil, nil, nil, err
 	}
-	return ctx, st, func() { c.Close(); cancel() }, nil
+	st, err := a.store(c)
+	if err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return ctx, st, done, nil
 }

@@ -16,13 +16,11 @@ func (a *app) migrateCmd() *cobra.Command {
 		Short: "Apply the schema's migrations that are not applied yet",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			c, err := a.connect(ctx)
+			ctx, c, done, err := a.open(cmd)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			defer done()
 			// Before the first migration the migrations table does not
 			// exist: nothing is applied.
 			before, err := migrate.Applied(ctx, c.db, c.d)
@@ -90,13 +88,11 @@ func (a *app) statusCmd() *cobra.Command {
 		Short: "Report the outbox backlog and the DLQ, by event type, status and source",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := a.ctx(cmd)
-			defer cancel()
-			c, err := a.connect(ctx)
+			ctx, c, done, err := a.open(cmd)
 			if err != nil {
 				return err
 			}
-			defer c.Close()
+			defer done()
 			t := c.d.Tables()
 			now := a.clock.Now().UTC()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 )
 
 // Locker takes and releases leases for one owner.
@@ -78,4 +79,18 @@ func (l *Locker) RunLocked(ctx context.Context, name string, atMost, atLeast, re
 		runErr = err
 	}
 	return true, runErr
+}
+
+// CleanUp deletes rows in batches under the lease of job name: the
+// statements next builds run one after another (dbexec.Repeat) while the
+// lease is held. skipped is true when another owner held the lease. Every
+// clean-up job (outbox, DLQ, inbox) is this.
+func (l *Locker) CleanUp(ctx context.Context, name string, atMost, atLeast, releaseTimeout time.Duration,
+	limit int, next func() dialects.Query) (rows int, skipped bool, err error) {
+	ran, err := l.RunLocked(ctx, name, atMost, atLeast, releaseTimeout, func(ctx context.Context) error {
+		var err error
+		rows, err = dbexec.Repeat(ctx, l.db, limit, next)
+		return err
+	})
+	return rows, !ran && err == nil, err
 }
