@@ -13,10 +13,13 @@
 package dialects
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
@@ -80,14 +83,27 @@ type Dialect interface {
 	// statement, bounded by the database's limit on bind parameters.
 	MaxRowsPerInsert() int
 
-	// EventsClaim locks up to p.Limit due PENDING rows of p.EventType, flips
-	// them to IN_PROCESS with p.Token and returns them (columns in the order
-	// of ClaimedEvent.ScanTargets). Dialects whose Features.SkipLocked is not
-	// SkipLockedCTE add their own multi-statement form with their issue.
-	EventsClaim(p ClaimParams) Query
-	// EventsMarkProcessed marks ids PROCESSED where the claim token matches
-	// and returns the ids it marked, one per row.
-	EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
+	// Claim locks up to p.Limit due PENDING rows of p.EventType that no other
+	// claimer holds, flips them to IN_PROCESS with p.Token and returns them,
+	// committed before it returns: one statement on PostgreSQL, a
+	// select-for-update-skip-locked then an update in one READ COMMITTED
+	// transaction on MySQL and Oracle.
+	Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error)
+	// MarkProcessed marks ids PROCESSED where the claim token matches and
+	// returns the ids it marked.
+	MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error)
+	// Exec runs one of the relay's single statements (EventsMarkFailed,
+	// EventsRelease, EventsRecover, EventsDeleteProcessed, DLQDeleteResolved,
+	// InboxDeleteBefore) in its own transaction at the relay's isolation
+	// level (READ COMMITTED on MySQL whatever the server's default) and
+	// returns the rows it affected.
+	Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error)
+	// Backlog counts the outbox rows by event type and status with the
+	// oldest created_at of each group, and the DLQ rows by source and status
+	// (oldest NULL): columns kind ('outbox' or 'dlq'), key, status, count,
+	// oldest.
+	Backlog() Query
+
 	// EventsMarkFailed writes each row's new state after a failed send where
 	// the claim token matches.
 	EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query
@@ -97,24 +113,25 @@ type Dialect interface {
 	// EventsRecover returns up to limit rows IN_PROCESS since before cutoff
 	// to PENDING without counting an attempt.
 	EventsRecover(cutoff, now time.Time, limit int) Query
-	// EventsMoveToDLQ moves up to limit FAILED rows to the DLQ table
-	// atomically.
-	EventsMoveToDLQ(now time.Time, limit int) Query
+	// MoveToDLQ moves up to limit FAILED rows to the DLQ table atomically
+	// and returns how many it moved.
+	MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
 	// EventsDeleteProcessed deletes up to limit PROCESSED rows updated
 	// before cutoff.
 	EventsDeleteProcessed(cutoff time.Time, limit int) Query
-	// LeaseAcquire takes the job lease l unless a live lease is held; one
-	// affected row means taken.
-	LeaseAcquire(l Lease) Query
+	// AcquireLease takes the job lease l unless a live lease is held, and
+	// reports whether it took it.
+	AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error)
 	// LeaseRelease ends the lease l.Owner took at l.LockedAt at l.Until.
 	LeaseRelease(l Lease) Query
 
 	// InboxInsert records one id for consumer unless present; one affected
 	// row means new.
 	InboxInsert(consumer, id string, now time.Time) Query
-	// InboxInsertMany records ids for consumer in one statement and returns
-	// the new ones, one text column per row.
-	InboxInsertMany(consumer string, ids []string, now time.Time) Query
+	// InboxRecordMany records ids for consumer in the caller's transaction tx
+	// and returns those that were new. ids holds no repeats. An id a
+	// concurrent transaction inserted first is not new.
+	InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error)
 	// InboxDeleteBefore deletes up to limit ids processed before cutoff.
 	InboxDeleteBefore(cutoff time.Time, limit int) Query
 	// DLQUpsertConsumer stores a poison message, or counts one more attempt
@@ -151,12 +168,11 @@ type Dialect interface {
 	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS;
 	// the affected count is the rows deleted.
 	DLQDeleteWhere(f DLQFilter) Query
-	// DLQTransferToOutbox moves up to limit TO_RETRY rows back to the outbox
+	// TransferDLQToOutbox moves up to limit TO_RETRY rows back to the outbox
 	// (PENDING, retry_count 0, due now; an event id already there is
-	// re-armed) and removes them from the DLQ atomically; the affected count
-	// is the DLQ rows moved. Dialects without data-modifying CTEs mark the
-	// rows IN_PROCESS first and add their own multi-statement form.
-	DLQTransferToOutbox(now time.Time, limit int) Query
+	// re-armed) and removes them from the DLQ atomically, and returns the
+	// number of DLQ rows moved.
+	TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
 	// DLQDeleteResolved deletes up to limit RESOLVED rows last updated
 	// before cutoff.
 	DLQDeleteResolved(cutoff time.Time, limit int) Query
@@ -332,4 +348,19 @@ func splitStatements(script string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// constructors holds the dialects New knows, by name; each dialect's file
+// adds its own.
+var constructors = map[string]func(oncebox.TablesConfig) (Dialect, error){
+	"postgres": func(cfg oncebox.TablesConfig) (Dialect, error) { return NewPostgreSQL(cfg) },
+}
+
+// New returns the dialect called name ("postgres", "mysql" or "oracle") for
+// the tables placed by cfg.
+func New(name string, cfg oncebox.TablesConfig) (Dialect, error) {
+	if c, ok := constructors[name]; ok {
+		return c(cfg)
+	}
+	return nil, fmt.Errorf("%w: unknown dialect %q (want postgres, mysql or oracle)", oncebox.ErrInvalidConfig, name)
 }

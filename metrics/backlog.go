@@ -101,7 +101,7 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 	}
 	return &BacklogCollector{
 		db:     db,
-		query:  backlogQuery(d.Tables()),
+		query:  d.Backlog().SQL,
 		config: cfg,
 		outboxDesc: prometheus.NewDesc(NameOutboxEvents,
 			"Rows of the outbox table by event type and status (cached, see oncebox_backlog_last_refresh_success_timestamp_seconds).",
@@ -117,16 +117,6 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: NameBacklogRefreshErrors,
 			Help: "Failed refreshes of the backlog gauges; the last values are kept."}),
 	}, nil
-}
-
-// backlogQuery is the one statement of a refresh. It is written for
-// PostgreSQL (the cast NULL::timestamptz); it is also valid on MySQL once
-// the cast is dropped, which a future dialect-aware version would do.
-func backlogQuery(t dialects.Tables) string {
-	return "SELECT 'outbox', event_type, status, count(*), min(created_at) FROM " + t.Events +
-		" GROUP BY event_type, status" +
-		" UNION ALL SELECT 'dlq', source, status, count(*), NULL::timestamptz FROM " + t.DLQ +
-		" GROUP BY source, status"
 }
 
 // Describe implements prometheus.Collector.

@@ -42,7 +42,7 @@ func (p *Poller) runJob(ctx context.Context, name string, sched Schedule, wake <
 func (p *Poller) recoveryLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
 	p.runJob(ctx, JobRecovery, p.config.Recovery, nil, func(ctx context.Context) (int, bool, error) {
-		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
+		n, err := dbexec.RepeatExec(ctx, p.db, p.d, limit, func() dialects.Query {
 			now := p.config.Clock.Now().UTC()
 			return p.d.EventsRecover(now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime), now, limit)
 		})
@@ -54,8 +54,8 @@ func (p *Poller) recoveryLoop(ctx context.Context) {
 func (p *Poller) dlqLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
 	p.runJob(ctx, JobDLQTransfer, p.config.DLQTransfer, p.dlqWake, func(ctx context.Context) (int, bool, error) {
-		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
-			return p.d.EventsMoveToDLQ(p.config.Clock.Now().UTC(), limit)
+		n, err := dbexec.Repeat(ctx, limit, func(ctx context.Context) (int, error) {
+			return p.d.MoveToDLQ(ctx, p.db, p.config.Clock.Now().UTC(), limit)
 		})
 		return n, false, err
 	})
@@ -84,13 +84,13 @@ func (p *Poller) leasedCleanUp(ctx context.Context, job string, cfg oncebox.Clea
 // dlqRetryLoop moves TO_RETRY rows of the DLQ table back to the outbox as
 // PENDING events due now, with the same event id and no attempt counted;
 // the poll loops then send them. Each statement moves up to JobBatchSize
-// rows atomically (dialect DLQTransferToOutbox) and locks them with SKIP
+// rows atomically (dialect TransferDLQToOutbox) and locks them with SKIP
 // LOCKED, so it is safe on every instance.
 func (p *Poller) dlqRetryLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
 	p.runJob(ctx, JobDLQRetry, p.config.DLQRetry, nil, func(ctx context.Context) (int, bool, error) {
-		n, err := dbexec.Repeat(ctx, p.db, limit, func() dialects.Query {
-			return p.d.DLQTransferToOutbox(p.config.Clock.Now().UTC(), limit)
+		n, err := dbexec.Repeat(ctx, limit, func(ctx context.Context) (int, error) {
+			return p.d.TransferDLQToOutbox(ctx, p.db, p.config.Clock.Now().UTC(), limit)
 		})
 		return n, false, err
 	})

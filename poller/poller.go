@@ -239,22 +239,9 @@ func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed 
 // claim runs the dialect's claim outside any transaction: the statement
 // commits on its own, before anything is sent.
 func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dialects.ClaimedEvent, error) {
-	q := p.d.EventsClaim(params)
-	rows, err := p.db.QueryContext(ctx, q.SQL, q.Args...)
+	out, err := p.d.Claim(ctx, p.db, params)
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: claim %q: %w", params.EventType, err)
-	}
-	defer rows.Close()
-	var out []dialects.ClaimedEvent
-	for rows.Next() {
-		var e dialects.ClaimedEvent
-		if err := rows.Scan(e.ScanTargets()...); err != nil {
-			return nil, fmt.Errorf("oncebox: claim %q: scan: %w", params.EventType, err)
-		}
-		out = append(out, e)
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, fmt.Errorf("oncebox: claim %q: %w", params.EventType, e.Err())
 	}
 	// RETURNING gives no order: send in next_retry_at order, then id order,
 	// which is creation order for events made by one instance.
@@ -303,13 +290,11 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
 		err := p.withConn(ctx, func() error {
-			res, err := p.db.ExecContext(ctx, q.SQL, q.Args...)
+			n, err := p.d.Exec(ctx, p.db, q)
 			if err != nil {
 				return err
 			}
-			if n, err := res.RowsAffected(); err == nil {
-				p.staleCheck(ec, what, want, int(n))
-			}
+			p.staleCheck(ec, what, want, int(n))
 			return nil
 		})
 		if err != nil {
@@ -355,23 +340,9 @@ func (p *Poller) markProcessed(ec oncebox.EventConfig, token oncebox.EventID, id
 	defer cancel()
 	var marked []oncebox.EventID
 	err := p.withConn(ctx, func() error {
-		q := p.d.EventsMarkProcessed(token, ids, now)
-		rows, err := p.db.QueryContext(ctx, q.SQL, q.Args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id oncebox.EventID
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			marked = append(marked, id)
-		}
-		if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-			return e.Err()
-		}
-		return nil
+		var err error
+		marked, err = p.d.MarkProcessed(ctx, p.db, token, ids, now)
+		return err
 	})
 	if err != nil {
 		// The rows stay IN_PROCESS and the recovery returns them to PENDING

@@ -63,7 +63,8 @@ func (b BatchInbox) FilterNew(ctx context.Context, tx wsql.ContextExecutor, msgs
 	return out, nil
 }
 
-// RecordNew records keys in one statement inside tx and returns the set of
+// RecordNew records keys (no repeats) inside tx (one statement on
+// PostgreSQL) and returns the set of
 // those that were new.
 func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys []string) (map[string]bool, error) {
 	if b.Dialect == nil {
@@ -80,21 +81,20 @@ func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys
 	if clock == nil {
 		clock = clockwork.NewRealClock()
 	}
-	q := b.Dialect.InboxInsertMany(b.Namespace, keys, clock.Now().UTC())
-	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	unique := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			unique = append(unique, k)
+		}
+	}
+	got, err := b.Dialect.InboxRecordMany(ctx, tx, b.Namespace, unique, clock.Now().UTC())
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: batch inbox: record %d keys: %w", len(keys), err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		if err := rows.Scan(&k); err != nil {
-			return nil, fmt.Errorf("oncebox: batch inbox: %w", err)
-		}
+	for _, k := range got {
 		fresh[k] = true
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, fmt.Errorf("oncebox: batch inbox: %w", e.Err())
 	}
 	return fresh, nil
 }

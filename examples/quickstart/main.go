@@ -327,13 +327,8 @@ func claimAndCrash(ctx context.Context, pool *pgxpool.Pool, pg dialects.Dialect,
 	if err != nil {
 		return err
 	}
-	q := pg.EventsClaim(dialects.ClaimParams{EventType: eventType, Limit: n, Token: token, Now: time.Now().UTC()})
-	rows, err := pool.Query(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	_, err = pg.Claim(ctx, wsql.BeginnerFromPgx(pool), dialects.ClaimParams{EventType: eventType, Limit: n, Token: token, Now: time.Now().UTC()})
+	return err
 }
 
 // resend publishes events to Kafka again, with their original ids.

@@ -9,26 +9,30 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// Repeat executes the statements next builds, one after another, until one
-// touches fewer than limit rows or ctx ends, and returns the rows touched in
-// all. Each statement is its own transaction, so a long clean-up never holds
-// locks on more than limit rows at once.
-func Repeat(ctx context.Context, db wsql.ContextExecutor, limit int, next func() dialects.Query) (int, error) {
+// Repeat runs the operation step, one batch of at most limit rows at a time,
+// until one batch touches fewer than limit rows or ctx ends, and returns the
+// rows touched in all. Each batch is its own transaction, so a long clean-up
+// never holds locks on more than limit rows at once.
+func Repeat(ctx context.Context, limit int, step func(ctx context.Context) (int, error)) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
-		q := next()
-		res, err := db.ExecContext(ctx, q.SQL, q.Args...)
+		n, err := step(ctx)
 		if err != nil {
 			return total, err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, err
-		}
-		total += int(n)
-		if int(n) < limit {
+		total += n
+		if n < limit {
 			break
 		}
 	}
 	return total, ctx.Err()
+}
+
+// RepeatExec is Repeat over the statements next builds, each run by the
+// dialect's Exec (at the relay's isolation level).
+func RepeatExec(ctx context.Context, db wsql.Beginner, d dialects.Dialect, limit int, next func() dialects.Query) (int, error) {
+	return Repeat(ctx, limit, func(ctx context.Context) (int, error) {
+		n, err := d.Exec(ctx, db, next())
+		return int(n), err
+	})
 }

@@ -18,14 +18,14 @@ import (
 
 // Locker takes and releases leases for one owner.
 type Locker struct {
-	db    wsql.ContextExecutor
+	db    wsql.Beginner
 	d     dialects.Dialect
 	owner string
 	clock clockwork.Clock
 }
 
 // NewLocker returns a Locker acting as owner.
-func NewLocker(db wsql.ContextExecutor, d dialects.Dialect, owner string, clock clockwork.Clock) *Locker {
+func NewLocker(db wsql.Beginner, d dialects.Dialect, owner string, clock clockwork.Clock) *Locker {
 	return &Locker{db: db, d: d, owner: owner, clock: clock}
 }
 
@@ -34,16 +34,11 @@ func NewLocker(db wsql.ContextExecutor, d dialects.Dialect, owner string, clock 
 func (l *Locker) TryAcquire(ctx context.Context, name string, atMost time.Duration) (dialects.Lease, bool, error) {
 	now := l.clock.Now().UTC()
 	le := dialects.Lease{Name: name, Owner: l.owner, LockedAt: now, Until: now.Add(atMost)}
-	q := l.d.LeaseAcquire(le)
-	res, err := l.db.ExecContext(ctx, q.SQL, q.Args...)
+	ok, err := l.d.AcquireLease(ctx, l.db, le)
 	if err != nil {
 		return le, false, fmt.Errorf("oncebox: acquire lease %q: %w", name, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return le, false, fmt.Errorf("oncebox: acquire lease %q: %w", name, err)
-	}
-	return le, n == 1, nil
+	return le, ok, nil
 }
 
 // Release ends le at the later of now and its start plus atLeast.
@@ -53,7 +48,7 @@ func (l *Locker) Release(ctx context.Context, le dialects.Lease, atLeast time.Du
 		le.Until = min
 	}
 	q := l.d.LeaseRelease(le)
-	if _, err := l.db.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+	if _, err := l.d.Exec(ctx, l.db, q); err != nil {
 		return fmt.Errorf("oncebox: release lease %q: %w", le.Name, err)
 	}
 	return nil
@@ -82,14 +77,14 @@ func (l *Locker) RunLocked(ctx context.Context, name string, atMost, atLeast, re
 }
 
 // CleanUp deletes rows in batches under the lease of job name: the
-// statements next builds run one after another (dbexec.Repeat) while the
+// statements next builds run one after another (dbexec.RepeatExec) while the
 // lease is held. skipped is true when another owner held the lease. Every
 // clean-up job (outbox, DLQ, inbox) is this.
 func (l *Locker) CleanUp(ctx context.Context, name string, atMost, atLeast, releaseTimeout time.Duration,
 	limit int, next func() dialects.Query) (rows int, skipped bool, err error) {
 	ran, err := l.RunLocked(ctx, name, atMost, atLeast, releaseTimeout, func(ctx context.Context) error {
 		var err error
-		rows, err = dbexec.Repeat(ctx, l.db, limit, next)
+		rows, err = dbexec.RepeatExec(ctx, l.db, l.d, limit, next)
 		return err
 	})
 	return rows, !ran && err == nil, err

@@ -1,0 +1,72 @@
+package dialects
+
+import (
+	"context"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// PostgreSQL runs each operation as one statement outside any transaction:
+// data-modifying CTEs and RETURNING make every operation atomic on its own.
+
+// Claim implements Dialect with the one statement of EventsClaim.
+func (d *PostgreSQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
+	return queryClaimed(ctx, db, d.EventsClaim(p), 0)
+}
+
+// MarkProcessed implements Dialect with the one statement of
+// EventsMarkProcessed.
+func (d *PostgreSQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
+	return queryIDs(ctx, db, d.EventsMarkProcessed(token, ids, now))
+}
+
+// MoveToDLQ implements Dialect with the one statement of EventsMoveToDLQ.
+func (d *PostgreSQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	n, err := execAffected(ctx, db, d.EventsMoveToDLQ(now, limit))
+	return int(n), err
+}
+
+// TransferDLQToOutbox implements Dialect with the one statement of
+// DLQTransferToOutbox.
+func (d *PostgreSQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	n, err := execAffected(ctx, db, d.DLQTransferToOutbox(now, limit))
+	return int(n), err
+}
+
+// AcquireLease implements Dialect with the one statement of LeaseAcquire.
+func (d *PostgreSQL) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
+	n, err := execAffected(ctx, db, d.LeaseAcquire(l))
+	return n == 1, err
+}
+
+// InboxRecordMany implements Dialect with the one statement of
+// InboxInsertMany: ON CONFLICT DO NOTHING RETURNING gives the new ids, and a
+// concurrent insert of the same id makes the statement wait for the other
+// transaction, then skip the id if it committed.
+func (d *PostgreSQL) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
+	return queryStrings(ctx, tx, d.InboxInsertMany(consumer, ids, now))
+}
+
+// Exec implements Dialect: the statement runs on its own (its own
+// transaction at the server's isolation, READ COMMITTED by default on
+// PostgreSQL).
+func (d *PostgreSQL) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error) {
+	return execAffected(ctx, db, q)
+}
+
+// Backlog implements Dialect.
+func (d *PostgreSQL) Backlog() Query {
+	return Query{SQL: backlogSQL(d.tables, "NULL::timestamptz")}
+}
+
+// backlogSQL is the backlog count of every dialect; nullTime is a NULL of
+// the timestamp type.
+func backlogSQL(t Tables, nullTime string) string {
+	return "SELECT 'outbox', event_type, status, count(*), min(created_at) FROM " + t.Events +
+		" GROUP BY event_type, status" +
+		" UNION ALL SELECT 'dlq', source, status, count(*), " + nullTime + " FROM " + t.DLQ +
+		" GROUP BY source, status"
+}

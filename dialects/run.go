@@ -1,0 +1,142 @@
+package dialects
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// This file holds what the dialects share to run the operations whose number
+// of statements differs between databases (Dialect.Claim and the other
+// methods taking a database handle). The statements themselves are built by
+// each dialect's pure methods, which the golden files test.
+
+// readCommitted are the options of the relay's transactions on MySQL and
+// Oracle: READ COMMITTED, whatever the server's default, so that locking
+// reads take record locks only, never gap locks, and see rows committed by
+// other instances since the transaction began.
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+// inTx runs fn in a transaction begun with opts and commits it, or rolls it
+// back when fn fails.
+func inTx(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn func(tx wsql.Tx) error) (err error) {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// execAffected runs q and returns the rows it affected.
+func execAffected(ctx context.Context, db wsql.ContextExecutor, q Query) (int64, error) {
+	res, err := db.ExecContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// rowsErr returns the iteration error of rows, for drivers whose rows report
+// one.
+func rowsErr(rows wsql.Rows) error {
+	if e, ok := rows.(interface{ Err() error }); ok {
+		return e.Err()
+	}
+	return nil
+}
+
+// queryClaimed runs q and scans up to limit rows of ClaimedEvent columns;
+// limit 0 reads every row. Stopping at limit matters on Oracle, where a
+// FOR UPDATE SKIP LOCKED cursor locks rows as they are fetched.
+func queryClaimed(ctx context.Context, db wsql.ContextExecutor, q Query, limit int) ([]ClaimedEvent, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ClaimedEvent
+	for (limit == 0 || len(out) < limit) && rows.Next() {
+		var e ClaimedEvent
+		if err := rows.Scan(e.ScanTargets()...); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rowsErr(rows)
+}
+
+// queryIDs runs q and scans one event id per row.
+func queryIDs(ctx context.Context, db wsql.ContextExecutor, q Query) ([]oncebox.EventID, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []oncebox.EventID
+	for rows.Next() {
+		var id oncebox.EventID
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rowsErr(rows)
+}
+
+// queryStrings runs q and scans one text column per row.
+func queryStrings(ctx context.Context, db wsql.ContextExecutor, q Query) ([]string, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rowsErr(rows)
+}
+
+// ids returns the event ids of claimed rows.
+func claimedIDs(events []ClaimedEvent) []oncebox.EventID {
+	out := make([]oncebox.EventID, len(events))
+	for i := range events {
+		out[i] = events[i].ID
+	}
+	return out
+}
+
+// chunks calls fn with consecutive slices of at most n elements of s.
+func chunks[T any](s []T, n int, fn func([]T) error) error {
+	if n <= 0 {
+		n = len(s)
+	}
+	for len(s) > 0 {
+		k := min(n, len(s))
+		if err := fn(s[:k]); err != nil {
+			return err
+		}
+		s = s[k:]
+	}
+	return nil
+}
+
+// errNoRows reports a statement that should have returned a row.
+var errNoRows = errors.New("no row")

@@ -1,0 +1,246 @@
+// Package dbtest gives tests a fresh, migrated set of oncebox tables on every
+// database a live server is available for: PostgreSQL and MySQL/MariaDB
+// always (make services starts them), Oracle when ORACLE_DSN is set. The
+// conformance suite runs each behaviour once per Target.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/sijms/go-ora/v2" // registers the "oracle" driver
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/migrate"
+)
+
+// Target is one database the suite runs against.
+type Target struct {
+	// Name is the dialect's name: "postgres", "mysql" or "oracle".
+	Name string
+	// DSN is the server's address, from the environment or the default.
+	DSN string
+	// Missing, when not empty, says why the target cannot run here (Oracle
+	// without ORACLE_DSN); its tests are skipped with that message.
+	Missing string
+}
+
+// PostgresDSN is the PostgreSQL server of the tests:
+// ONCEBOX_TEST_POSTGRES_DSN or the local server.
+func PostgresDSN() string {
+	if dsn := os.Getenv("ONCEBOX_TEST_POSTGRES_DSN"); dsn != "" {
+		return dsn
+	}
+	return "postgres://root@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// MySQLDSN is the MySQL/MariaDB server of the tests, in go-sql-driver's
+// form: ONCEBOX_TEST_MYSQL_DSN or the local MariaDB. parseTime and loc=UTC
+// are required by the MySQL dialect.
+func MySQLDSN() string {
+	if dsn := os.Getenv("ONCEBOX_TEST_MYSQL_DSN"); dsn != "" {
+		return dsn
+	}
+	return "root@tcp(127.0.0.1:3306)/test?parseTime=true&loc=UTC"
+}
+
+// OracleDSN is the Oracle server of the tests, in go-ora's URL form
+// (oracle://user:password@host:1521/service), from ORACLE_DSN; "" when none
+// is given.
+func OracleDSN() string { return os.Getenv("ORACLE_DSN") }
+
+// OracleNotRun is the message of every Oracle test skipped for want of a
+// server.
+const OracleNotRun = "ORACLE NOT RUN: no ORACLE_DSN given, so the Oracle dialect was not tested against a server " +
+	"(only its generated SQL, by the golden files in dialects/testdata); set ORACLE_DSN=oracle://user:pass@host:1521/service to run it"
+
+// Targets returns the databases of the suite, Oracle marked Missing when
+// ORACLE_DSN is not set.
+func Targets() []Target {
+	o := Target{Name: "oracle", DSN: OracleDSN()}
+	if o.DSN == "" {
+		o.Missing = OracleNotRun
+	}
+	return []Target{
+		{Name: "postgres", DSN: PostgresDSN()},
+		{Name: "mysql", DSN: MySQLDSN()},
+		o,
+	}
+}
+
+// Each runs fn as one subtest per target, named after it. A Missing target's
+// subtest is skipped with its message.
+func Each(t *testing.T, fn func(t *testing.T, tg Target)) {
+	t.Helper()
+	for _, tg := range Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			if tg.Missing != "" {
+				t.Skip(tg.Missing)
+			}
+			fn(t, tg)
+		})
+	}
+}
+
+// Env is a fresh set of oncebox tables on one target.
+type Env struct {
+	Target Target
+	// Dialect is the target's dialect, for Tables.
+	Dialect dialects.Dialect
+	// Tables are the qualified table names.
+	Tables dialects.Tables
+	// DB is a database/sql handle on the server (for PostgreSQL, pgx's
+	// stdlib over Pool).
+	DB *sql.DB
+	// Beginner is the handle the components take: pgx's pool for
+	// PostgreSQL, DB for the others.
+	Beginner wsql.Beginner
+	// Pool is PostgreSQL's pgx pool; nil on the other targets.
+	Pool *pgxpool.Pool
+}
+
+// New returns an Env with migrated tables, removed at the end of the test.
+func (tg Target) New(t testing.TB) *Env {
+	t.Helper()
+	e := tg.NewEmpty(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, migrate.Migrate(ctx, e.Beginner, e.Dialect), "migrate %s", tg.Name)
+	return e
+}
+
+// NewEmpty returns an Env whose tables do not exist yet.
+func (tg Target) NewEmpty(t testing.TB) *Env {
+	t.Helper()
+	if tg.Missing != "" {
+		t.Skip(tg.Missing)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	suffix := randomSuffix(t)
+	e := &Env{Target: tg}
+	var cfg oncebox.TablesConfig
+	switch tg.Name {
+	case "postgres":
+		pcfg, err := pgxpool.ParseConfig(tg.DSN)
+		require.NoError(t, err, "parse the PostgreSQL DSN %q", tg.DSN)
+		pcfg.MaxConns = 8
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		require.NoError(t, err)
+		require.NoError(t, pool.Ping(ctx), "the tests need PostgreSQL at %s (make services starts it)", tg.DSN)
+		schema := "oncebox_test_" + suffix
+		_, err = pool.Exec(ctx, "CREATE SCHEMA "+schema)
+		require.NoError(t, err)
+		e.Pool, e.DB, e.Beginner = pool, stdlib.OpenDBFromPool(pool), wsql.BeginnerFromPgx(pool)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := pool.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			_ = e.DB.Close()
+			pool.Close()
+			if err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+			}
+		})
+		cfg.Schema = schema
+	case "mysql":
+		mcfg, err := mysql.ParseDSN(tg.DSN)
+		require.NoError(t, err, "parse the MySQL DSN %q", tg.DSN)
+		db, err := sql.Open("mysql", mcfg.FormatDSN())
+		require.NoError(t, err)
+		db.SetMaxOpenConns(8)
+		require.NoError(t, db.PingContext(ctx), "the tests need MySQL/MariaDB at %s (make services starts it)", tg.DSN)
+		schema := "oncebox_test_" + suffix
+		_, err = db.ExecContext(ctx, "CREATE DATABASE "+schema)
+		require.NoError(t, err)
+		e.DB, e.Beginner = db, wsql.BeginnerFromStdSQL(db)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := db.ExecContext(ctx, "DROP DATABASE "+schema)
+			_ = db.Close()
+			if err != nil {
+				t.Errorf("drop database %s: %v", schema, err)
+			}
+		})
+		cfg.Schema = schema
+	case "oracle":
+		db, err := sql.Open("oracle", tg.DSN)
+		require.NoError(t, err)
+		db.SetMaxOpenConns(8)
+		require.NoError(t, db.PingContext(ctx), "ORACLE_DSN=%s does not answer", tg.DSN)
+		e.DB, e.Beginner = db, wsql.BeginnerFromStdSQL(db)
+		// One prefix per test in the connected user's schema: creating a
+		// user per test needs privileges a test account rarely has.
+		cfg.Prefix = "t" + suffix + "_"
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			for _, table := range []string{e.Tables.DLQ, e.Tables.Events, e.Tables.Inbox, e.Tables.Jobs, e.Tables.Migrations} {
+				_, err := db.ExecContext(ctx, "DROP TABLE "+table+" PURGE")
+				if err != nil && !strings.Contains(err.Error(), "ORA-00942") {
+					t.Errorf("drop table %s: %v", table, err)
+				}
+			}
+			_ = db.Close()
+		})
+	default:
+		t.Fatalf("dbtest: unknown target %q", tg.Name)
+	}
+	d, err := dialects.New(tg.Name, cfg)
+	require.NoError(t, err)
+	e.Dialect, e.Tables = d, d.Tables()
+	return e
+}
+
+// P returns the placeholder of the n-th bind parameter, counting from 1.
+func (e *Env) P(n int) string { return e.Dialect.Features().Placeholder.Format(n) }
+
+// ID converts an event id to the argument the id columns take.
+func (e *Env) ID(id oncebox.EventID) any { return e.Dialect.EncodeID(id) }
+
+// Count returns the rows of table matching where (empty: all), whose
+// parameters are written with P.
+func (e *Env) Count(t testing.TB, table, where string, args ...any) int {
+	t.Helper()
+	q := "SELECT count(*) FROM " + table
+	if where != "" {
+		q += " WHERE " + where
+	}
+	var n int
+	require.NoError(t, e.DB.QueryRowContext(context.Background(), q, args...).Scan(&n), "%s", q)
+	return n
+}
+
+// Exec runs q and returns the rows it affected.
+func (e *Env) Exec(t testing.TB, q dialects.Query) int64 {
+	t.Helper()
+	res, err := e.DB.ExecContext(context.Background(), q.SQL, q.Args...)
+	require.NoError(t, err, "%s", q.SQL)
+	n, err := res.RowsAffected()
+	require.NoError(t, err)
+	return n
+}
+
+func randomSuffix(t testing.TB) string {
+	b := make([]byte, 6)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
+
+// Describe names the target and its server for failure messages.
+func (tg Target) Describe() string { return fmt.Sprintf("%s at %s", tg.Name, tg.DSN) }
