@@ -1,7 +1,7 @@
 # oncebox for Go — run `make help` for the targets.
 GO       ?= go
 PKGS     ?= ./...
-SERVICES ?= postgres redis rabbitmq
+SERVICES ?= postgres mariadb redis rabbitmq
 
 .DEFAULT_GOAL := help
 

@@ -30,6 +30,7 @@ start() {
     mariadb)
       port_open 3306 && { echo "services: mariadb is up on 127.0.0.1:3306"; return; }
       echo "services: starting mariadb"
+      mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld 2>/dev/null || true
       start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
       wait_port mariadb 3306 ;;
     redis)
