@@ -5,16 +5,20 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
+	_ "github.com/sijms/go-ora/v2" // the "oracle" driver
 	"github.com/spf13/cobra"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -173,8 +177,8 @@ func (a *app) rootCmd() *cobra.Command {
 		return &exitError{code: exitUsage, err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.g.dsn, "dsn", "", "PostgreSQL connection string (default $ONCEBOX_DSN)")
-	pf.StringVar(&a.g.schema, "schema", "", "schema holding the oncebox tables (default: the connection's search_path)")
+	pf.StringVar(&a.g.dsn, "dsn", "", "connection string: postgres://…, mysql://user:pass@host:3306/db or oracle://user:pass@host:1521/service (default $ONCEBOX_DSN)")
+	pf.StringVar(&a.g.schema, "schema", "", "schema (MySQL: database) holding the oncebox tables (default: the connection's)")
 	pf.StringVar(&a.g.prefix, "prefix", "", "table name prefix, e.g. billing_")
 	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
@@ -204,16 +208,29 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 
 // conn is an open database connection with the dialect.
 type conn struct {
-	pool *pgxpool.Pool
-	db   wsql.Beginner
-	d    *dialects.PostgreSQL
+	db    wsql.Beginner
+	d     dialects.Dialect
+	close func()
 }
 
-func (c *conn) Close() { c.pool.Close() }
+func (c *conn) Close() { c.close() }
 
-// dialect validates --schema and --prefix.
-func (a *app) dialect() (*dialects.PostgreSQL, error) {
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
+// dialectOf tells the database of a DSN: "mysql" for mysql://…, "oracle"
+// for oracle://…, "postgres" for anything else (postgres://… or
+// PostgreSQL's key=value form).
+func dialectOf(dsn string) string {
+	switch {
+	case strings.HasPrefix(dsn, "mysql://"), strings.HasPrefix(dsn, "mariadb://"):
+		return "mysql"
+	case strings.HasPrefix(dsn, "oracle://"):
+		return "oracle"
+	}
+	return "postgres"
+}
+
+// dialect validates --schema and --prefix for the database called name.
+func (a *app) dialect(name string) (dialects.Dialect, error) {
+	d, err := dialects.New(name, oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
 	if err != nil {
 		return nil, usageErr("--schema/--prefix: %v", err)
 	}
@@ -229,9 +246,13 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usageErr("no database: pass --dsn or set ONCEBOX_DSN")
 	}
-	d, err := a.dialect()
+	name := dialectOf(dsn)
+	d, err := a.dialect(name)
 	if err != nil {
 		return nil, err
+	}
+	if name != "postgres" {
+		return connectStd(ctx, name, dsn, d)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -246,7 +267,66 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", cfg.ConnConfig.Host, err)
 	}
-	return &conn{pool: pool, db: wsql.BeginnerFromPgx(pool), d: d}, nil
+	return &conn{db: wsql.BeginnerFromPgx(pool), d: d, close: pool.Close}, nil
+}
+
+// connectStd opens a database/sql pool on MySQL/MariaDB (go-sql-driver) or
+// Oracle (go-ora).
+func connectStd(ctx context.Context, name, dsn string, d dialects.Dialect) (*conn, error) {
+	driverName, driverDSN, host := "oracle", dsn, ""
+	if name == "mysql" {
+		cfg, err := mysqlConfig(dsn)
+		if err != nil {
+			return nil, usageErr("--dsn: %v", redact(err, dsn))
+		}
+		driverName, driverDSN, host = "mysql", cfg.FormatDSN(), cfg.Addr
+	} else if u, err := url.Parse(dsn); err == nil {
+		host = u.Host
+	}
+	db, err := sql.Open(driverName, driverDSN)
+	if err != nil {
+		return nil, usageErr("--dsn: %v", redact(err, dsn))
+	}
+	db.SetMaxOpenConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to %s: %w", host, redact(err, dsn))
+	}
+	return &conn{db: wsql.BeginnerFromStdSQL(db), d: d, close: func() { _ = db.Close() }}, nil
+}
+
+// mysqlConfig turns mysql://user:password@host:port/database?param=value
+// into go-sql-driver's configuration, with the times the MySQL dialect
+// needs: parseTime=true and UTC.
+func mysqlConfig(dsn string) (*mysql.Config, error) {
+	u, err := url.Parse(strings.Replace(dsn, "mariadb://", "mysql://", 1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse the connection string: %w", err)
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net, cfg.Addr = "tcp", u.Host
+	if u.Port() == "" {
+		cfg.Addr = u.Host + ":3306"
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if u.RawQuery != "" {
+		// Let the driver read its own parameters (tls, timeouts, …).
+		base, sep := cfg.FormatDSN(), "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		parsed, err := mysql.ParseDSN(base + sep + u.RawQuery)
+		if err != nil {
+			return nil, err
+		}
+		cfg = parsed
+	}
+	cfg.ParseTime, cfg.Loc = true, time.UTC
+	return cfg, nil
 }
 
 // redact keeps a password in the DSN out of an error message.

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -93,51 +97,17 @@ func (a *app) statusCmd() *cobra.Command {
 				return err
 			}
 			defer done()
-			t := c.d.Tables()
 			now := a.clock.Now().UTC()
 
-			outbox := []outboxStat{}
-			rows, err := c.pool.Query(ctx, `SELECT event_type, status, count(*), min(created_at)
-				FROM `+t.Events+` GROUP BY event_type, status ORDER BY event_type, status`)
+			outbox, dlqs, err := readBacklog(ctx, c)
 			if err != nil {
-				return fmt.Errorf("read %s: %w", t.Events, err)
+				return err
 			}
-			for rows.Next() {
-				var s outboxStat
-				var oldest time.Time
-				if err := rows.Scan(&s.EventType, &s.Status, &s.Count, &oldest); err != nil {
-					rows.Close()
-					return fmt.Errorf("read %s: %w", t.Events, err)
+			for i := range outbox {
+				if o := outbox[i].OldestPendingAt; o != nil {
+					age := int64(now.Sub(*o) / time.Second)
+					outbox[i].OldestPendingSeconds = &age
 				}
-				if s.Status == "PENDING" {
-					o := oldest.UTC()
-					age := int64(now.Sub(o) / time.Second)
-					s.OldestPendingAt, s.OldestPendingSeconds = &o, &age
-				}
-				outbox = append(outbox, s)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("read %s: %w", t.Events, err)
-			}
-
-			dlqs := []dlqStat{}
-			rows, err = c.pool.Query(ctx, `SELECT status, source, count(*) FROM `+t.DLQ+
-				` GROUP BY status, source ORDER BY status, source`)
-			if err != nil {
-				return fmt.Errorf("read %s: %w", t.DLQ, err)
-			}
-			for rows.Next() {
-				var s dlqStat
-				if err := rows.Scan(&s.Status, &s.Source, &s.Count); err != nil {
-					rows.Close()
-					return fmt.Errorf("read %s: %w", t.DLQ, err)
-				}
-				dlqs = append(dlqs, s)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("read %s: %w", t.DLQ, err)
 			}
 
 			if a.g.json {
@@ -172,4 +142,52 @@ func (a *app) statusCmd() *cobra.Command {
 			return tw.Flush()
 		}),
 	}
+}
+
+// readBacklog runs the dialect's backlog statement: the outbox by event type
+// and status (with the oldest PENDING row's time), the DLQ by status and
+// source, each sorted.
+func readBacklog(ctx context.Context, c *conn) ([]outboxStat, []dlqStat, error) {
+	q := c.d.Backlog()
+	t := c.d.Tables()
+	rows, err := c.db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, err)
+	}
+	defer rows.Close()
+	outbox, dlqs := []outboxStat{}, []dlqStat{}
+	for rows.Next() {
+		var kind, key, status string
+		var count int64
+		var oldest sql.NullTime
+		if err := rows.Scan(&kind, &key, &status, &count, &oldest); err != nil {
+			return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, err)
+		}
+		if kind == "dlq" {
+			dlqs = append(dlqs, dlqStat{Status: status, Source: key, Count: count})
+			continue
+		}
+		s := outboxStat{EventType: key, Status: status, Count: count}
+		if status == string(oncebox.StatusPending) && oldest.Valid {
+			o := oldest.Time.UTC()
+			s.OldestPendingAt = &o
+		}
+		outbox = append(outbox, s)
+	}
+	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
+		return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, e.Err())
+	}
+	sort.Slice(outbox, func(i, j int) bool {
+		if outbox[i].EventType != outbox[j].EventType {
+			return outbox[i].EventType < outbox[j].EventType
+		}
+		return outbox[i].Status < outbox[j].Status
+	})
+	sort.Slice(dlqs, func(i, j int) bool {
+		if dlqs[i].Status != dlqs[j].Status {
+			return dlqs[i].Status < dlqs[j].Status
+		}
+		return dlqs[i].Source < dlqs[j].Source
+	})
+	return outbox, dlqs, nil
 }
