@@ -1,0 +1,270 @@
+// Package conformance_test is the behaviour suite of oncebox: every
+// guarantee of the publisher, the relay (claim, finalize, recovery, DLQ
+// transfers, clean-ups, lease), the inbox and the DLQ store, run once per
+// database with a live server (dbtest.Each). Each guarantee is tested by
+// injecting the failure it protects against.
+package conformance_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/poller"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// suite is one test's database and fake clock.
+type suite struct {
+	*dbtest.Env
+	clock *clockwork.FakeClock
+}
+
+// setup marks the subtest parallel and gives it fresh, migrated tables.
+func setup(t *testing.T, tg dbtest.Target) *suite {
+	t.Helper()
+	t.Parallel()
+	return &suite{Env: tg.New(t), clock: clockwork.NewFakeClockAt(t0)}
+}
+
+// begin starts a transaction on the components' handle.
+func (s *suite) begin(t *testing.T) wsql.Tx {
+	t.Helper()
+	tx, err := s.Beginner.BeginTx(context.Background(), nil)
+	require.NoError(t, err)
+	return tx
+}
+
+// publish commits n events of eventType created at clock's time (the real
+// clock when nil), in transactions of at most 1,000, and returns their ids.
+func (s *suite) publish(t *testing.T, clock clockwork.Clock, eventType string, n int) []oncebox.EventID {
+	t.Helper()
+	var ids []oncebox.EventID
+	for n > 0 {
+		k := min(n, 1000)
+		n -= k
+		tx := s.begin(t)
+		pub, err := publisher.NewPublisher(tx, publisher.Config{Dialect: s.Dialect, Clock: clock}, nil)
+		require.NoError(t, err)
+		msgs := make([]*message.Message, k)
+		for i := range msgs {
+			msgs[i] = message.NewMessage(watermill.NewUUID(), []byte(`{"n":1}`))
+			oncebox.SetKey(msgs[i], "k")
+		}
+		require.NoError(t, pub.Publish(eventType, msgs...))
+		require.NoError(t, tx.Commit())
+		for _, m := range msgs {
+			id, err := oncebox.EventIDOf(m)
+			require.NoError(t, err)
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// status counts the outbox rows in status.
+func (s *suite) status(t *testing.T, status string) int {
+	t.Helper()
+	return s.Count(t, s.Tables.Events, "status = "+s.P(1), status)
+}
+
+// exec runs q on the database and returns the rows it affected.
+func (s *suite) exec(t *testing.T, q string, args ...any) int64 {
+	t.Helper()
+	return s.Exec(t, dialects.Query{SQL: q, Args: args})
+}
+
+// inList returns "P(from), P(from+1), …" for n parameters and the encoded ids.
+func (s *suite) inList(from int, ids []oncebox.EventID) (string, []any) {
+	ps := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		ps[i] = s.P(from + i)
+		args[i] = s.ID(id)
+	}
+	return strings.Join(ps, ", "), args
+}
+
+// pollerConfig is a poller of types on the fake clock.
+func (s *suite) pollerConfig(types ...string) poller.Config {
+	return poller.Config{Dialect: s.Dialect, EventTypes: types, Clock: s.clock}
+}
+
+// fastPolling is a config for throughput tests on the real clock.
+func fastPolling(c poller.Config) poller.Config {
+	c.Clock = nil
+	c.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
+		MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
+	return c
+}
+
+// startPoller runs a poller until the test ends.
+func (s *suite) startPoller(t *testing.T, db wsql.Beginner, pub message.Publisher, cfg poller.Config) {
+	t.Helper()
+	if db == nil {
+		db = s.Beginner
+	}
+	p, err := poller.New(db, pub, watermill.NopLogger{}, cfg)
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(context.Background()) }()
+	<-p.Running()
+	t.Cleanup(func() {
+		require.NoError(t, p.Close())
+		require.NoError(t, <-errc)
+	})
+}
+
+// recorder is a message.Publisher that records what it was given. fn, when
+// set, decides the fate of each call before it is recorded.
+type recorder struct {
+	mu   sync.Mutex
+	got  map[string][]sent // event id -> deliveries
+	fn   func(topic string, msgs []*message.Message) error
+	seen int
+}
+
+type sent struct {
+	topic string
+	msg   *message.Message
+}
+
+func newRecorder() *recorder { return &recorder{got: map[string][]sent{}} }
+
+func (r *recorder) Publish(topic string, msgs ...*message.Message) error {
+	if r.fn != nil {
+		if err := r.fn(topic, msgs); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		id := m.Metadata.Get(oncebox.HeaderEventID)
+		r.got[id] = append(r.got[id], sent{topic: topic, msg: m})
+		r.seen++
+	}
+	return nil
+}
+
+func (r *recorder) Close() error { return nil }
+
+// delivered is the number of distinct event ids delivered.
+func (r *recorder) delivered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.got)
+}
+
+// of returns the deliveries of id.
+func (r *recorder) of(id oncebox.EventID) []sent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]sent(nil), r.got[id.String()]...)
+}
+
+// hooks records what a poller reports.
+type hooks struct {
+	poller.NopHooks
+	mu          sync.Mutex
+	polls       []poller.PollInfo
+	failures    []poller.Failure
+	unavailable int
+	stale       [][2]int
+	jobs        []poller.JobInfo
+}
+
+func (h *hooks) PollDone(i poller.PollInfo) { h.mu.Lock(); h.polls = append(h.polls, i); h.mu.Unlock() }
+func (h *hooks) SendFailed(_ string, f []poller.Failure) {
+	h.mu.Lock()
+	h.failures = append(h.failures, f...)
+	h.mu.Unlock()
+}
+func (h *hooks) BrokerUnavailable(string, int, error) { h.mu.Lock(); h.unavailable++; h.mu.Unlock() }
+func (h *hooks) StaleFinalize(_ string, want, got int) {
+	h.mu.Lock()
+	h.stale = append(h.stale, [2]int{want, got})
+	h.mu.Unlock()
+}
+func (h *hooks) JobDone(j poller.JobInfo) { h.mu.Lock(); h.jobs = append(h.jobs, j); h.mu.Unlock() }
+
+func (h *hooks) snapshot() hooks {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return hooks{polls: append([]poller.PollInfo(nil), h.polls...), failures: append([]poller.Failure(nil), h.failures...),
+		unavailable: h.unavailable, stale: append([][2]int(nil), h.stale...), jobs: append([]poller.JobInfo(nil), h.jobs...)}
+}
+
+// runs sums the runs of job over hs: ran, skipped (lease taken) and rows.
+// A run that failed fails the test.
+func runs(t *testing.T, job string, hs ...*hooks) (ran, skipped, rows int) {
+	t.Helper()
+	for _, h := range hs {
+		for _, j := range h.snapshot().jobs {
+			if j.Job != job {
+				continue
+			}
+			require.NoError(t, j.Err, "job %s", job)
+			if j.Skipped {
+				skipped++
+			} else {
+				ran++
+				rows += j.Rows
+			}
+		}
+	}
+	return
+}
+
+// stepUntil advances the fake clock by step whenever the given number of
+// goroutines wait on it, until cond holds or the budget of simulated time is
+// spent. It returns the simulated time spent.
+func stepUntil(t *testing.T, clock *clockwork.FakeClock, waiters int, step, budget time.Duration, cond func() bool) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var spent time.Duration
+	for {
+		require.NoError(t, clock.BlockUntilContext(ctx, waiters), "waiting for %d goroutines to wait on the clock", waiters)
+		if cond() {
+			return spent
+		}
+		require.Less(t, spent, budget, "condition not met after %s of simulated time", budget)
+		clock.Advance(step)
+		spent += step
+	}
+}
+
+// eventually polls cond until it holds or 60 seconds pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 60*time.Second, 5*time.Millisecond, what)
+}
+
+func newID(t *testing.T) oncebox.EventID {
+	t.Helper()
+	id, err := oncebox.NewEventID()
+	require.NoError(t, err)
+	return id
+}
+
+// Waiting goroutines of an idle poller with one event type on the fake
+// clock: the poll loop, recovery and clean-up; with the DLQ enabled also
+// the DLQ transfer, the DLQ retry and the DLQ clean-up.
+const (
+	waitersPerPoller    = 3
+	waitersPerPollerDLQ = 6
+)
