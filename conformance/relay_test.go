@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,14 +331,25 @@ func TestBatchPublisherFailsOnlyTheRejectedMessages(t *testing.T) {
 
 // unavailableMidBatch confirms the first message of each call and loses the
 // connection under the others.
-type unavailableMidBatch struct{ *recorder }
+// With wholeCall it also fails the call.
+type unavailableMidBatch struct {
+	*recorder
+	wholeCall bool
+}
 
 func (u unavailableMidBatch) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
 	errs := make([]error, len(msgs))
+	lost := fmt.Errorf("connection reset: %w", oncebox.ErrBrokerUnavailable)
 	for i := 1; i < len(msgs); i++ {
-		errs[i] = fmt.Errorf("connection reset: %w", oncebox.ErrBrokerUnavailable)
+		errs[i] = lost
 	}
-	return errs, u.recorder.Publish(topic, msgs[0])
+	if err := u.recorder.Publish(topic, msgs[0]); err != nil {
+		return nil, err
+	}
+	if u.wholeCall {
+		return errs, lost
+	}
+	return errs, nil
 }
 
 // A broker lost mid-batch: the confirmed message is PROCESSED, the others are
@@ -345,17 +357,57 @@ func (u unavailableMidBatch) PublishBatch(topic string, msgs ...*message.Message
 func TestConnectionLostMidBatchCountsNoAttempt(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		s := setup(t, tg)
+		for _, wholeCall := range []bool{false, true} {
+			t.Run(fmt.Sprintf("whole call %v", wholeCall), func(t *testing.T) {
+				typ := fmt.Sprintf("lost-%v", wholeCall)
+				s.publish(t, s.clock, typ, 3)
+				h := &hooks{}
+				cfg := s.pollerConfig(typ)
+				cfg.Hooks = h
+				s.startPoller(t, nil, unavailableMidBatch{newRecorder(), wholeCall}, cfg)
+				require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
+				eventually(t, "one PROCESSED", func() bool {
+					return s.Count(t, s.Tables.Events, "event_type = "+s.P(1)+" AND status = 'PROCESSED'", typ) == 1
+				})
+				require.Equal(t, 2, s.Count(t, s.Tables.Events, "event_type = "+s.P(1)+" AND status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL", typ),
+					"the others are released without an attempt")
+				require.Empty(t, h.snapshot().failures)
+				require.Equal(t, 1, h.snapshot().unavailable)
+			})
+		}
+	})
+}
+
+// A long broker outage burns no attempts: the rows stay PENDING and are
+// sent once it is back.
+func TestBrokerOutageBurnsNoAttempts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
 		s.publish(t, s.clock, "order-created", 3)
+		var down atomic.Bool
+		down.Store(true)
+		rec := newRecorder()
+		rec.fn = func(string, []*message.Message) error {
+			if down.Load() {
+				return fmt.Errorf("dial tcp 127.0.0.1:9092: %w", oncebox.ErrBrokerUnavailable)
+			}
+			return nil
+		}
 		h := &hooks{}
 		cfg := s.pollerConfig("order-created")
 		cfg.Hooks = h
-		s.startPoller(t, nil, unavailableMidBatch{newRecorder()}, cfg)
-		require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
-		eventually(t, "one PROCESSED", func() bool { return s.status(t, "PROCESSED") == 1 })
-		require.Equal(t, 2, s.Count(t, s.Tables.Events, "status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"),
-			"the others are released without an attempt")
+		s.startPoller(t, nil, rec, cfg)
+		stepUntil(t, s.clock, waitersPerPoller, 250*time.Millisecond, 10*time.Minute, func() bool { return h.snapshot().unavailable >= 8 })
+		require.Equal(t, 3, s.status(t, "PENDING"))
+		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
 		require.Empty(t, h.snapshot().failures)
-		require.Equal(t, 1, h.snapshot().unavailable)
+		polls := h.snapshot().polls
+		require.Greater(t, polls[len(polls)-1].NextDelay, polls[0].NextDelay, "the type backs off while the broker is down")
+
+		down.Store(false)
+		stepUntil(t, s.clock, waitersPerPoller, time.Second, 5*time.Minute, func() bool { return rec.delivered() == 3 })
+		eventually(t, "PROCESSED", func() bool { return s.status(t, "PROCESSED") == 3 })
+		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
 	})
 }
 
