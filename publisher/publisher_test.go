@@ -100,88 +100,6 @@ func (b *testBundle) stored(t *testing.T) []storedEvent {
 	return out
 }
 
-func TestPublishCommitMakesRowsVisible(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-
-	msg := message.NewMessage("msg-1", []byte(`{"order":1}`))
-	msg.Metadata.Set("tenant", "acme")
-	msg.Metadata.Set("unicode", "zürich ✓")
-	oncebox.SetKey(msg, "order-1")
-
-	err := b.inTx(t, true, func(tx pgx.Tx) error {
-		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, watermill.NopLogger{})
-		require.NoError(t, err)
-		return pub.Publish("order-created", msg)
-	})
-	require.NoError(t, err)
-
-	got := b.stored(t)
-	require.Len(t, got, 1)
-	e := got[0]
-	require.Equal(t, msg.Metadata.Get(oncebox.HeaderEventID), e.ID, "the message carries the id that was stored")
-	require.Equal(t, "order-created", e.EventType)
-	require.Equal(t, "order-created", e.Topic, "without configuration the topic is the event type")
-	require.NotNil(t, e.Key)
-	require.Equal(t, "order-1", *e.Key)
-	require.Equal(t, "msg-1", e.MessageUUID)
-	require.Equal(t, []byte(`{"order":1}`), e.Payload)
-	require.Equal(t, "PENDING", e.Status)
-	require.Equal(t, 0, e.RetryCount)
-	require.True(t, e.CreatedAt.Equal(b.clock.Now()), "created_at comes from the injected clock")
-	require.True(t, e.NextRetryAt.Equal(e.CreatedAt), "next_retry_at starts at created_at")
-	require.Equal(t, map[string]string{
-		"tenant":                "acme",
-		"unicode":               "zürich ✓",
-		oncebox.HeaderKey:       "order-1",
-		oncebox.HeaderEventID:   e.ID,
-		oncebox.HeaderEventType: "order-created",
-	}, e.Metadata)
-}
-
-func TestPublishRollbackLeavesNothing(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	err := b.inTx(t, false, func(tx pgx.Tx) error {
-		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
-		require.NoError(t, err)
-		require.NoError(t, pub.Publish("order-created", message.NewMessage("a", []byte("x")), message.NewMessage("b", []byte("y"))))
-		// The rows are visible inside the transaction…
-		var n int
-		require.NoError(t, tx.QueryRow(context.Background(), "SELECT count(*) FROM "+b.schema.Dialect.Tables().Events).Scan(&n))
-		require.Equal(t, 2, n)
-		return nil
-	})
-	require.NoError(t, err)
-	// …and gone with the rollback.
-	require.Equal(t, 0, b.events(t))
-}
-
-func TestPublishStdSQLTransaction(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	db := b.schema.StdDB(t)
-	ctx := context.Background()
-
-	tx, err := db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	pub, err := publisher.NewPublisher(wsql.TxFromStdSQL(tx), b.config, nil)
-	require.NoError(t, err)
-	require.NoError(t, pub.Publish("order-created", message.NewMessage("a", []byte("x"))))
-	require.NoError(t, tx.Commit())
-
-	tx, err = db.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	pub, err = publisher.NewPublisher(wsql.TxFromStdSQL(tx), b.config, nil)
-	require.NoError(t, err)
-	require.NoError(t, pub.Publish("order-created", message.NewMessage("b", []byte("y"))))
-	require.NoError(t, tx.Rollback())
-
-	got := b.stored(t)
-	require.Len(t, got, 1)
-	require.Equal(t, "a", got[0].MessageUUID)
-}
-
 func TestPublishBatchIsOneStatementWithIncreasingV7IDs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -352,26 +270,6 @@ func TestPublishAfterClose(t *testing.T) {
 		return pub.Publish("t", message.NewMessage("a", nil))
 	})
 	require.ErrorIs(t, err, oncebox.ErrClosed)
-	require.Equal(t, 0, b.events(t))
-}
-
-func TestPublishDatabaseErrorIsReturned(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	err := b.inTx(t, true, func(tx pgx.Tx) error {
-		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
-		require.NoError(t, err)
-		msg := message.NewMessage("a", nil)
-		msg.SetContext(ctx)
-		cancel()
-		err = pub.Publish("t", msg)
-		require.Error(t, err)
-		require.ErrorContains(t, err, `publish 1 events of type "t"`)
-		require.Empty(t, msg.Metadata.Get(oncebox.HeaderEventID), "no id is handed out for an event that was not written")
-		return err
-	})
-	require.Error(t, err)
 	require.Equal(t, 0, b.events(t))
 }
 
