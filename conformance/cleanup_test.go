@@ -28,7 +28,8 @@ func TestOutboxCleanUpRunsOnOneInstanceUnderTheLease(t *testing.T) {
 		// 20 rows processed 25 hours ago, 10 an hour ago, one still PENDING.
 		s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PROCESSED', updated_at = "+s.P(1)+" WHERE id <> "+s.P(2),
 			t0.Add(-time.Hour), s.ID(pending[0]))
-		s.exec(t, "UPDATE "+s.Tables.Events+" SET updated_at = "+s.P(1)+", created_at = "+s.P(1)+" WHERE id = "+s.P(2), t0.Add(-25*time.Hour), s.ID(pending[0]))
+		s.exec(t, "UPDATE "+s.Tables.Events+" SET updated_at = "+s.P(1)+", created_at = "+s.P(2)+" WHERE id = "+s.P(3),
+			t0.Add(-25*time.Hour), t0.Add(-25*time.Hour), s.ID(pending[0]))
 		in, args := s.inList(2, ids[:20])
 		s.exec(t, "UPDATE "+s.Tables.Events+" SET updated_at = "+s.P(1)+" WHERE id IN ("+in+")", append([]any{t0.Add(-25 * time.Hour)}, args...)...)
 

@@ -119,17 +119,28 @@ func TestDLQTransfer(t *testing.T) {
 		t.Run("concurrent moves and transfers take each row once", func(t *testing.T) {
 			s.publish(t, s.clock, "order-created", 500)
 			s.failAll(t)
-			race := func(op func() (int, error)) int {
+			// A statement may fail on a deadlock with another instance's
+			// (MySQL); it is rolled back whole and the job's next run retries:
+			// each row still moves once.
+			race := func(name string, op func() (int, error)) int {
 				var wg sync.WaitGroup
 				var mu sync.Mutex
-				total := 0
+				total, failed := 0, 0
 				for range 8 {
 					wg.Go(func() {
 						for {
 							n, err := op()
 							if err != nil {
-								t.Error(err)
-								return
+								mu.Lock()
+								failed++
+								tooMany := failed > 100
+								mu.Unlock()
+								t.Logf("TRANSIENT: %s failed and is retried: %v", name, err)
+								if tooMany {
+									t.Errorf("%s: more than 100 failures", name)
+									return
+								}
+								continue
 							}
 							if n == 0 {
 								return
@@ -144,7 +155,7 @@ func TestDLQTransfer(t *testing.T) {
 				return total
 			}
 			now := s.clock.Now()
-			require.Equal(t, 500, race(func() (int, error) { return s.Dialect.MoveToDLQ(ctx, s.Beginner, now, 9) }))
+			require.Equal(t, 500, race("MoveToDLQ", func() (int, error) { return s.Dialect.MoveToDLQ(ctx, s.Beginner, now, 9) }))
 			require.Zero(t, s.Count(t, s.Tables.Events, ""))
 			require.Equal(t, 500, s.Count(t, s.Tables.DLQ, "status = 'MOVED'"))
 
@@ -152,9 +163,9 @@ func TestDLQTransfer(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 500, n)
 			later := t0.Add(time.Hour)
-			require.Equal(t, 500, race(func() (int, error) { return s.Dialect.TransferDLQToOutbox(ctx, s.Beginner, later, 9) }))
+			require.Equal(t, 500, race("TransferDLQToOutbox", func() (int, error) { return s.Dialect.TransferDLQToOutbox(ctx, s.Beginner, later, 9) }))
 			require.Equal(t, 500, s.Count(t, s.Tables.Events, "status = 'PENDING' AND retry_count = 0 AND next_retry_at = "+s.P(1)+
-				" AND updated_at = "+s.P(1), later), "each inserted once, due now")
+				" AND updated_at = "+s.P(2), later, later), "each inserted once, due now")
 			require.Zero(t, s.Count(t, s.Tables.DLQ, ""))
 			s.exec(t, "DELETE FROM "+s.Tables.Events)
 		})
@@ -248,7 +259,9 @@ func TestDLQRetryThroughPollers(t *testing.T) {
 			s.startPoller(t, nil, rec, cfg)
 		}
 		stepUntil(t, s.clock, 2*waitersPerPollerDLQ, time.Second, 10*time.Minute, func() bool { return rec.delivered() == 102 })
-		_, _, moved := runs(t, poller.JobDLQRetry, hs...)
+		// A run may fail on a deadlock with the other instance's run (MySQL);
+		// it is rolled back whole and retried: each row still moves once.
+		_, _, moved := sumRuns(t, poller.JobDLQRetry, true, hs...)
 		require.Equal(t, 102, moved, "each row moved once")
 		for _, m := range msgs {
 			id, err := oncebox.EventIDOf(m)
