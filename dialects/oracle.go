@@ -288,8 +288,19 @@ func (d *Oracle) MigrationsInsert(version int, name string, at time.Time) Query 
 // reused on Oracle).
 const oracleInsertParams = eventInsertParams + 2
 
-// MaxRowsPerInsert implements Dialect.
-func (d *Oracle) MaxRowsPerInsert() int { return oracleMaxBindParams / oracleInsertParams }
+// oracleMaxInsertAllColumns is Oracle's limit on the target columns of all
+// the INTO clauses of one multitable insert together (ORA-24335 beyond).
+const oracleMaxInsertAllColumns = 999
+
+// oracleInsertColumns is the number of columns of one EventsInsert row.
+const oracleInsertColumns = 12
+
+// MaxRowsPerInsert implements Dialect: 83 rows, bounded by the 999 target
+// columns of an INSERT ALL (12 per row) well before the 65,535 binds (10
+// per row).
+func (d *Oracle) MaxRowsPerInsert() int {
+	return min(oracleMaxBindParams/oracleInsertParams, oracleMaxInsertAllColumns/oracleInsertColumns)
+}
 
 // EventsInsert implements Dialect: one row is a plain INSERT … VALUES;
 // several rows are one INSERT ALL INTO … VALUES (…) … SELECT 1 FROM DUAL.

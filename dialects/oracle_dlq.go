@@ -227,11 +227,17 @@ func (d *Oracle) DLQUpsertConsumer(r DLQRow) Query {
 		key = r.Key
 	}
 	var eventID any
-	on := "q.event_id = s.event_id AND q.source = 'consumer' AND q.handler_name = s.handler_name"
+	// The ON conditions spell the expressions of the function-based unique
+	// indexes, so that the MERGE finds the row through them.
+	on := "CASE WHEN q.event_id IS NOT NULL THEN q.event_id END = s.event_id" +
+		"\n       AND CASE WHEN q.event_id IS NOT NULL THEN q.source END = 'consumer'" +
+		"\n       AND CASE WHEN q.event_id IS NOT NULL THEN q.handler_name END = s.handler_name"
 	if r.EventID != nil {
 		eventID = d.EncodeID(*r.EventID)
 	} else {
-		on = "q.event_id IS NULL AND q.message_uuid = s.message_uuid AND q.source = 'consumer' AND q.handler_name = s.handler_name"
+		on = "CASE WHEN q.event_id IS NULL THEN q.message_uuid END = s.message_uuid" +
+			"\n       AND CASE WHEN q.event_id IS NULL THEN q.source END = 'consumer'" +
+			"\n       AND CASE WHEN q.event_id IS NULL THEN q.handler_name END = s.handler_name"
 	}
 	using := "SELECT " + b.p(d.EncodeID(r.ID)) + " AS id, " + b.p(eventID) + " AS event_id, " +
 		b.p(oraText(r.HandlerName)) + " AS handler_name, " + b.p(r.MessageUUID) + " AS message_uuid, " +

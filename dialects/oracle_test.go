@@ -100,13 +100,14 @@ func TestOracleEventsInsert(t *testing.T) {
 	}, q.Args, "no key binds NULL; times are bound in UTC, once per use")
 	one := d.EventsInsert(rows[:1])
 	require.True(t, strings.HasPrefix(one.SQL, "INSERT INTO outbox_events"), "one row: a plain INSERT")
-	require.Equal(t, 65535/10, d.MaxRowsPerInsert())
+	require.Equal(t, 999/12, d.MaxRowsPerInsert(), "INSERT ALL: at most 999 target columns in all")
 	var many []dialects.EventRow
 	for i := 0; i < d.MaxRowsPerInsert(); i++ {
 		many = append(many, dialects.EventRow{ID: oncebox.EventID{byte(i), byte(i >> 8)}, CreatedAt: at})
 	}
 	big := d.EventsInsert(many)
 	require.LessOrEqual(t, len(big.Args), 65535)
+	require.LessOrEqual(t, strings.Count(big.SQL, "\n  INTO ")*strings.Count(dialects.EventInsertColumnsForTest, ",")+strings.Count(big.SQL, "\n  INTO "), 999)
 	requireOracleBinds(t, "EventsInsert max", big)
 }
 

@@ -192,7 +192,9 @@ DELETE FROM inbox_events WHERE ROWID IN (SELECT ROWID FROM inbox_events
 -- DLQUpsertConsumer (event id)
 MERGE INTO outbox_dlq_events q
 USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, SYS_EXTRACT_UTC(:5) AS failed_at FROM DUAL) s
-   ON (q.event_id = s.event_id AND q.source = 'consumer' AND q.handler_name = s.handler_name)
+   ON (CASE WHEN q.event_id IS NOT NULL THEN q.event_id END = s.event_id
+       AND CASE WHEN q.event_id IS NOT NULL THEN q.source END = 'consumer'
+       AND CASE WHEN q.event_id IS NOT NULL THEN q.handler_name END = s.handler_name)
  WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = :6,
       q.last_failed_at = s.failed_at, q.updated_at = s.failed_at
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
@@ -207,7 +209,9 @@ USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, 
 -- DLQUpsertConsumer (no event id, handler '')
 MERGE INTO outbox_dlq_events q
 USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, SYS_EXTRACT_UTC(:5) AS failed_at FROM DUAL) s
-   ON (q.event_id IS NULL AND q.message_uuid = s.message_uuid AND q.source = 'consumer' AND q.handler_name = s.handler_name)
+   ON (CASE WHEN q.event_id IS NULL THEN q.message_uuid END = s.message_uuid
+       AND CASE WHEN q.event_id IS NULL THEN q.source END = 'consumer'
+       AND CASE WHEN q.event_id IS NULL THEN q.handler_name END = s.handler_name)
  WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = :6,
       q.last_failed_at = s.failed_at, q.updated_at = s.failed_at
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
