@@ -2,6 +2,7 @@ package dialects
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -14,7 +15,7 @@ import (
 )
 
 // Oracle runs the operations without RETURNING as several statements in one
-// READ COMMITTED transaction (Oracle's default, asked for explicitly). The
+// transaction at Oracle's default isolation, READ COMMITTED (oracleTx). The
 // lock cursors are FOR UPDATE SKIP LOCKED: Oracle locks each row as it is
 // fetched, so the methods fetch at most the limit and close the cursor.
 // go-ora fetches PREFETCH_ROWS rows per round trip (25 by default, and a
@@ -22,6 +23,13 @@ import (
 // set PREFETCH_ROWS in the DSN to the claim batch size, so that about Limit
 // rows get locked; rows fetched beyond it stay locked, unclaimed, until the
 // commit (a short delay for other claimers, never a lost or double claim).
+
+// oracleTx are the options of the dialect's transactions: none. Oracle's
+// default isolation is READ COMMITTED, the level the relay needs, and go-ora
+// (v2.8.24, Connection.BeginTx) refuses any TxOptions.Isolation other than
+// the default with "only support default value for isolation", so
+// readCommitted would fail every transaction.
+var oracleTx *sql.TxOptions
 
 // oracleMaxIDsPerStatement bounds the ids of one statement built from a
 // caller's list, well within 65,535 binds.
@@ -34,7 +42,7 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 		return nil, nil
 	}
 	var out []ClaimedEvent
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		events, err := queryClaimed(ctx, tx, d.EventsClaimLock(p), p.Limit)
 		if err != nil || len(events) == 0 {
 			return err
@@ -59,7 +67,7 @@ func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token once
 		return nil, nil
 	}
 	var out []oncebox.EventID
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		out = out[:0]
 		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
 			n, err := execAffected(ctx, tx, d.EventsMarkProcessed(token, part, now))
@@ -94,7 +102,7 @@ func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time,
 		return 0, nil
 	}
 	moved := 0
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		ids, err := oracleLockIDs(ctx, tx, d.EventsMoveLock(), limit)
 		if err != nil || len(ids) == 0 {
 			return err
@@ -160,7 +168,7 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 		return 0, nil
 	}
 	moved := 0
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		locked, err := d.lockTransferRows(ctx, tx, limit)
 		if err != nil || len(locked) == 0 {
 			return err
@@ -299,10 +307,11 @@ func isUniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "ORA-00001")
 }
 
-// Exec implements Dialect: q in its own READ COMMITTED transaction.
+// Exec implements Dialect: q in its own transaction (READ COMMITTED, the
+// default).
 func (d *Oracle) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error) {
 	var n int64
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		var err error
 		n, err = execAffected(ctx, tx, q)
 		return err

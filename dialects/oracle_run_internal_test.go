@@ -358,3 +358,10 @@ func TestOracleBinderIn(t *testing.T) {
 
 // oraB is oraID(b) as the driver returns a RAW(16): 16 bytes.
 func oraB(b byte) []byte { id := oraID(b); return id[:] }
+
+// TestOracleTransactionsUseTheDefaultIsolation pins what go-ora accepts: a
+// transaction begun with an isolation level fails on go-ora v2.8.24.
+func TestOracleTransactionsUseTheDefaultIsolation(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, oracleTx)
+}

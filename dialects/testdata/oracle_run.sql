@@ -1,5 +1,5 @@
 ==== Claim: Limit 2, three due rows: fetches two, updates two, commits
-BEGIN (Read Committed)
+BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
  WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
@@ -17,7 +17,7 @@ COMMIT
 ==> 2 claimed
 
 ==== Claim: nothing due: no update, commits
-BEGIN (Read Committed)
+BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
  WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
@@ -30,7 +30,7 @@ COMMIT
 ==> 0 claimed
 
 ==== Claim: the update fails: rolls back
-BEGIN (Read Committed)
+BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
  WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
@@ -48,7 +48,7 @@ ROLLBACK
 ==> error: ORA-00054: resource busy
 
 ==== MarkProcessed: every id marked: no read-back
-BEGIN (Read Committed)
+BEGIN (default)
 EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
  WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'
    args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
@@ -57,7 +57,7 @@ COMMIT
 ==> marked [01000000-0000-7000-0000-000000000000 02000000-0000-7000-0000-000000000000]
 
 ==== MarkProcessed: one of two marked (the other recovered meanwhile): read-back
-BEGIN (Read Committed)
+BEGIN (default)
 EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
  WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'
    args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
@@ -72,7 +72,7 @@ COMMIT
 ==> marked [02000000-0000-7000-0000-000000000000]
 
 ==== MoveToDLQ: limit 2, three FAILED rows: locks two, copies, deletes, commits
-BEGIN (Read Committed)
+BEGIN (default)
 QUERY SELECT id FROM outbox_events
  WHERE status = 'FAILED'
  ORDER BY updated_at
@@ -97,7 +97,7 @@ COMMIT
 ==> 2 moved
 
 ==== TransferDLQToOutbox: two rows of one event (latest moved wins), one without event id
-BEGIN (Read Committed)
+BEGIN (default)
 QUERY SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at
   FROM outbox_dlq_events
  WHERE status = 'TO_RETRY'
@@ -184,7 +184,7 @@ USING (SELECT :1 AS consumer, :2 AS event_id, SYS_EXTRACT_UTC(:3) AS processed_a
 ==> new [a]
 
 ==== Exec
-BEGIN (Read Committed)
+BEGIN (default)
 EXEC DELETE FROM outbox_events
  WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:1)
    AND ROWID IN (SELECT ROWID FROM outbox_events
