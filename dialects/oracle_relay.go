@@ -71,7 +71,7 @@ func (d *Oracle) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now
 		cases("status", func(r FailedEvent) string { return b.p(string(r.Status)) }) + ",\n       " +
 		cases("retry_count", func(r FailedEvent) string { return b.p(r.RetryCount) }) + ",\n       " +
 		cases("next_retry_at", func(r FailedEvent) string { return b.t(r.NextRetryAt) }) + ",\n       " +
-		cases("last_error", func(r FailedEvent) string { return "TO_CLOB(" + b.p(r.Error) + ")" }) + ",\n       " +
+		cases("last_error", func(r FailedEvent) string { return "TO_CLOB(" + b.p(oraError(r.Error)) + ")" }) + ",\n       " +
 		"first_failed_at = COALESCE(first_failed_at, " + b.t(now) + "),\n       " +
 		"claim_token = NULL, claimed_at = NULL, updated_at = " + b.t(now)
 	ids := make([]oncebox.EventID, len(rows))

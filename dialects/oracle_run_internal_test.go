@@ -365,3 +365,12 @@ func TestOracleTransactionsUseTheDefaultIsolation(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, oracleTx)
 }
+
+func TestOracleErrorTextIsCutAtACharacter(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "short", oraError("short"))
+	long := strings.Repeat("a", 3999) + "é" + "tail" // é is 2 bytes, at 3999-4000
+	got := oraError(long)
+	require.Equal(t, strings.Repeat("a", 3999), got, "not cut inside é")
+	require.Len(t, oraError(strings.Repeat("b", 5000)), 4000)
+}
