@@ -36,6 +36,7 @@ const oracleEmpty = " "
 // CI unless ORACLE_DSN is set: see docs/oracle.md.
 type Oracle struct {
 	tables   Tables
+	schema   string
 	lockName string
 }
 
@@ -52,7 +53,7 @@ func NewOracle(cfg oncebox.TablesConfig) (*Oracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Oracle{tables: t, lockName: "oncebox-migrate:" + strings.ToUpper(t.Migrations)}, nil
+	return &Oracle{tables: t, schema: cfg.Schema, lockName: "oncebox-migrate:" + strings.ToUpper(t.Migrations)}, nil
 }
 
 // Name implements Dialect.
@@ -199,12 +200,29 @@ func (d *Oracle) Migrations() ([]Migration, error) {
 			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
 		}
 		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, d.tables); err != nil {
+		if err := tmpl.Execute(&buf, d.templateData()); err != nil {
 			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
 		}
 		out = append(out, Migration{Version: version, Name: name, Statements: splitOracleScript(buf.String())})
 	}
 	return out, nil
+}
+
+// oracleTemplateData is what the Oracle migrations are rendered with: the
+// tables, and IndexPrefix, the prefix of index names qualified with the
+// schema. (On Oracle an index named without a schema is created in the
+// connected user's schema, not in its table's.)
+type oracleTemplateData struct {
+	Tables
+	IndexPrefix string
+}
+
+func (d *Oracle) templateData() oracleTemplateData {
+	p := d.tables.Prefix
+	if d.schema != "" {
+		p = d.schema + "." + p
+	}
+	return oracleTemplateData{Tables: d.tables, IndexPrefix: p}
 }
 
 // splitOracleScript splits a script into statements at every line holding

@@ -27,7 +27,7 @@ END;
 
 -- 0001_init.sql #01
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_outbox_events_pending_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_events_pending_idx
     ON svc.p_outbox_events (status, event_type, next_retry_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -37,7 +37,7 @@ END;
 
 -- 0001_init.sql #02
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_outbox_events_in_process_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_events_in_process_idx
     ON svc.p_outbox_events (status, claimed_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -47,7 +47,7 @@ END;
 
 -- 0001_init.sql #03
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_outbox_events_status_upd_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_events_status_upd_idx
     ON svc.p_outbox_events (status, updated_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -86,7 +86,7 @@ END;
 
 -- 0001_init.sql #05
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX p_outbox_dlq_events_event_uq
+  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX svc.p_outbox_dlq_events_event_uq
     ON svc.p_outbox_dlq_events (CASE WHEN event_id IS NOT NULL THEN event_id END,
                  CASE WHEN event_id IS NOT NULL THEN source END,
                  CASE WHEN event_id IS NOT NULL THEN handler_name END)]';
@@ -98,7 +98,7 @@ END;
 
 -- 0001_init.sql #06
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX p_outbox_dlq_events_message_uq
+  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX svc.p_outbox_dlq_events_message_uq
     ON svc.p_outbox_dlq_events (CASE WHEN event_id IS NULL THEN message_uuid END,
                  CASE WHEN event_id IS NULL THEN source END,
                  CASE WHEN event_id IS NULL THEN handler_name END)]';
@@ -110,7 +110,7 @@ END;
 
 -- 0001_init.sql #07
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_outbox_dlq_events_moved_idx ON svc.p_outbox_dlq_events (moved_at, id)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_dlq_events_moved_idx ON svc.p_outbox_dlq_events (moved_at, id)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
@@ -119,7 +119,7 @@ END;
 
 -- 0001_init.sql #08
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_outbox_dlq_events_status_idx ON svc.p_outbox_dlq_events (status, moved_at, id)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_dlq_events_status_idx ON svc.p_outbox_dlq_events (status, moved_at, id)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
@@ -142,7 +142,7 @@ END;
 
 -- 0001_init.sql #10
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX p_inbox_events_processed_idx ON svc.p_inbox_events (processed_at)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_inbox_events_processed_idx ON svc.p_inbox_events (processed_at)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;

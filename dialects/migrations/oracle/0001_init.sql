@@ -1,6 +1,8 @@
 -- oncebox schema, version 1, Oracle 19c and later (12.2+ for identifiers
 -- longer than 30 bytes). Rendered with the configured schema and table
--- prefix; see docs/oracle.md.
+-- prefix; see docs/oracle.md. Index names are qualified with the schema
+-- (IndexPrefix): unqualified, Oracle would create them in the connected
+-- user's schema rather than in their table's.
 --
 -- Statements are separated by a line holding only "/" (splitOracleScript),
 -- as in SQL*Plus: each is a PL/SQL block, whose inner semicolons end lines.
@@ -43,7 +45,7 @@ END;
 -- order. No partial indexes on Oracle: the index leads with status, so the
 -- claim ranges over the PENDING rows of the type only.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}outbox_events_pending_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}outbox_events_pending_idx
     ON {{.Events}} (status, event_type, next_retry_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -53,7 +55,7 @@ END;
 
 -- Stuck recovery: IN_PROCESS rows claimed before a cut-off.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}outbox_events_in_process_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}outbox_events_in_process_idx
     ON {{.Events}} (status, claimed_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -64,7 +66,7 @@ END;
 -- Clean-up (PROCESSED rows older than the ttl) and the DLQ move (FAILED
 -- rows): one index serves both.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}outbox_events_status_upd_idx
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}outbox_events_status_upd_idx
     ON {{.Events}} (status, updated_at)]';
 EXCEPTION
   WHEN OTHERS THEN
@@ -105,7 +107,7 @@ END;
 -- row only when ALL its keys are NULL, so rows without event_id are kept out
 -- of this one by the CASEs (else they would collide by source and handler).
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX {{.Prefix}}outbox_dlq_events_event_uq
+  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX {{.IndexPrefix}}outbox_dlq_events_event_uq
     ON {{.DLQ}} (CASE WHEN event_id IS NOT NULL THEN event_id END,
                  CASE WHEN event_id IS NOT NULL THEN source END,
                  CASE WHEN event_id IS NOT NULL THEN handler_name END)]';
@@ -118,7 +120,7 @@ END;
 -- The same for a consumed message without a usable event id: one row per
 -- message UUID, side and handler.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX {{.Prefix}}outbox_dlq_events_message_uq
+  EXECUTE IMMEDIATE q'[CREATE UNIQUE INDEX {{.IndexPrefix}}outbox_dlq_events_message_uq
     ON {{.DLQ}} (CASE WHEN event_id IS NULL THEN message_uuid END,
                  CASE WHEN event_id IS NULL THEN source END,
                  CASE WHEN event_id IS NULL THEN handler_name END)]';
@@ -130,7 +132,7 @@ END;
 
 -- Listing with keyset pagination, by moved time and id, optionally by status.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}outbox_dlq_events_moved_idx ON {{.DLQ}} (moved_at, id)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}outbox_dlq_events_moved_idx ON {{.DLQ}} (moved_at, id)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
@@ -138,7 +140,7 @@ END;
 /
 
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}outbox_dlq_events_status_idx ON {{.DLQ}} (status, moved_at, id)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}outbox_dlq_events_status_idx ON {{.DLQ}} (status, moved_at, id)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
@@ -162,7 +164,7 @@ END;
 
 -- Inbox clean-up: ids older than the inbox ttl.
 BEGIN
-  EXECUTE IMMEDIATE q'[CREATE INDEX {{.Prefix}}inbox_events_processed_idx ON {{.Inbox}} (processed_at)]';
+  EXECUTE IMMEDIATE q'[CREATE INDEX {{.IndexPrefix}}inbox_events_processed_idx ON {{.Inbox}} (processed_at)]';
 EXCEPTION
   WHEN OTHERS THEN
     IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
