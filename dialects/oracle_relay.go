@@ -1,6 +1,7 @@
 package dialects
 
 import (
+	"strings"
 	"time"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -58,14 +59,23 @@ func (d *Oracle) EventsMarkedProcessed(token oncebox.EventID, ids []oncebox.Even
 // count, next retry time and error come from a CASE id WHEN … per column,
 // under the claim-token guard. Each row binds nine values (its id five
 // times: no placeholder is reused on Oracle).
+//
+// Beyond 7,281 rows (9 × rows + 3 > 65,535 binds) it is one MERGE over a
+// UNION ALL of DUAL rows instead, five binds a row, which holds the largest
+// batch (10,000): see eventsMarkFailedMerge.
 func (d *Oracle) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	if 9*len(rows)+3 > oracleMaxBindParams {
+		return d.eventsMarkFailedMerge(token, rows, now)
+	}
 	var b binder
 	cases := func(col string, val func(FailedEvent) string) string {
-		s := col + " = CASE id"
+		var s strings.Builder
+		s.WriteString(col + " = CASE id")
 		for _, r := range rows {
-			s += " WHEN " + b.p(d.EncodeID(r.ID)) + " THEN " + val(r)
+			s.WriteString(" WHEN " + b.p(d.EncodeID(r.ID)) + " THEN " + val(r))
 		}
-		return s + " END"
+		s.WriteString(" END")
+		return s.String()
 	}
 	sql := "UPDATE " + d.tables.Events + "\n   SET " +
 		cases("status", func(r FailedEvent) string { return b.p(string(r.Status)) }) + ",\n       " +
@@ -81,6 +91,34 @@ func (d *Oracle) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now
 	sql += "\n WHERE " + b.idIn("id", ids, d) + " AND claim_token = " + b.p(d.EncodeID(token)) +
 		" AND status = 'IN_PROCESS'"
 	return b.query(sql)
+}
+
+// eventsMarkFailedMerge is EventsMarkFailed for batches too large for the
+// CASE form: MERGE INTO events USING (SELECT :id, :status, :retry_count,
+// :next_retry_at, :last_error FROM DUAL UNION ALL …) ON (id) WHEN MATCHED
+// THEN UPDATE … WHERE claim_token = :t AND status = 'IN_PROCESS'. The
+// affected count is the rows updated, as the UPDATE's.
+func (d *Oracle) eventsMarkFailedMerge(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	var b binder
+	var s strings.Builder
+	s.WriteString("MERGE INTO " + d.tables.Events + " e\nUSING (")
+	for i, r := range rows {
+		if i == 0 {
+			s.WriteString("SELECT " + b.p(d.EncodeID(r.ID)) + " AS id, " + b.p(string(r.Status)) + " AS status, " +
+				b.p(r.RetryCount) + " AS retry_count, " + b.t(r.NextRetryAt) + " AS next_retry_at, " +
+				b.p(oraError(r.Error)) + " AS last_error FROM DUAL")
+			continue
+		}
+		s.WriteString("\n       UNION ALL SELECT " + b.p(d.EncodeID(r.ID)) + ", " + b.p(string(r.Status)) + ", " +
+			b.p(r.RetryCount) + ", " + b.t(r.NextRetryAt) + ", " + b.p(oraError(r.Error)) + " FROM DUAL")
+	}
+	s.WriteString(`) u
+   ON (e.id = u.id)
+ WHEN MATCHED THEN UPDATE SET e.status = u.status, e.retry_count = u.retry_count, e.next_retry_at = u.next_retry_at,
+      e.last_error = TO_CLOB(u.last_error), e.first_failed_at = COALESCE(e.first_failed_at, ` + b.t(now) + `),
+      e.claim_token = NULL, e.claimed_at = NULL, e.updated_at = ` + b.t(now) + `
+      WHERE e.claim_token = ` + b.p(d.EncodeID(token)) + " AND e.status = 'IN_PROCESS'")
+	return b.query(s.String())
 }
 
 // EventsRelease implements Dialect: rows of a claim go back to PENDING

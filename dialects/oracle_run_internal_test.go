@@ -374,3 +374,28 @@ func TestOracleErrorTextIsCutAtACharacter(t *testing.T) {
 	require.Equal(t, strings.Repeat("a", 3999), got, "not cut inside é")
 	require.Len(t, oraError(strings.Repeat("b", 5000)), 4000)
 }
+
+// goldenInternal compares got with testdata/name, or rewrites it when the
+// external tests' -update flag is set.
+func goldenInternal(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./dialects -update to create %s", path)
+	require.Equal(t, string(want), got)
+}
+
+func TestOracleMarkFailedMergeGolden(t *testing.T) {
+	t.Parallel()
+	d, err := NewOracle(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := d.eventsMarkFailedMerge(oraID(0xff), []FailedEvent{
+		{ID: oraID(1), Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: at.Add(time.Second), Error: "boom"},
+		{ID: oraID(2), Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "bang"},
+	}, at)
+	goldenInternal(t, "oracle_mark_failed_merge.sql", q.SQL+"\n/\n-- args: "+fmtArgs(q.Args)+"\n")
+}

@@ -303,6 +303,32 @@ func TestOracleINListsAreSplitAtOneThousand(t *testing.T) {
 	}
 }
 
+// TestOracleMarkFailedFitsTheLargestBatch: the CASE form takes nine binds a
+// row; past 7,281 rows the MERGE form (five a row) takes over, so a batch of
+// MaxBatchSize (10,000) fits in 65,535 binds.
+func TestOracleMarkFailedFitsTheLargestBatch(t *testing.T) {
+	t.Parallel()
+	d := newOracle(t, oncebox.TablesConfig{})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	rows := func(n int) []dialects.FailedEvent {
+		out := make([]dialects.FailedEvent, n)
+		for i := range out {
+			out[i] = dialects.FailedEvent{ID: oncebox.EventID{byte(i), byte(i >> 8), 1}, Status: oncebox.StatusPending,
+				RetryCount: 1, NextRetryAt: at, Error: "e"}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		n      int
+		prefix string
+	}{{1, "UPDATE "}, {7281, "UPDATE "}, {7282, "MERGE INTO "}, {oncebox.MaxBatchSize, "MERGE INTO "}} {
+		q := d.EventsMarkFailed(oncebox.EventID{0xff}, rows(c.n), at)
+		require.True(t, strings.HasPrefix(q.SQL, c.prefix), "%d rows: %.30s", c.n, q.SQL)
+		require.LessOrEqual(t, len(q.Args), 65535, "%d rows", c.n)
+		requireOracleBinds(t, fmt.Sprintf("EventsMarkFailed of %d rows", c.n), q)
+	}
+}
+
 func formatArgs(args []any) string {
 	parts := make([]string, len(args))
 	for i, a := range args {
