@@ -53,7 +53,19 @@ func NewOracle(cfg oncebox.TablesConfig) (*Oracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Oracle{tables: t, schema: cfg.Schema, lockName: "oncebox-migrate:" + strings.ToUpper(t.Migrations)}, nil
+	return &Oracle{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}, nil
+}
+
+// oracleLockName is the DBMS_LOCK name of the migration lock, after the
+// migrations table so that schemas migrated side by side do not wait on each
+// other. DBMS_LOCK names are at most 128 bytes: a longer one is replaced by
+// a hash of it.
+func oracleLockName(migrations string) string {
+	name := "oncebox-migrate:" + strings.ToUpper(migrations)
+	if len(name) > 128 {
+		name = "oncebox-migrate:" + strconv.FormatUint(uint64(advisoryKey(name)), 16)
+	}
+	return name
 }
 
 // Name implements Dialect.

@@ -399,3 +399,11 @@ func TestOracleMarkFailedMergeGolden(t *testing.T) {
 	}, at)
 	goldenInternal(t, "oracle_mark_failed_merge.sql", q.SQL+"\n/\n-- args: "+fmtArgs(q.Args)+"\n")
 }
+
+func TestOracleLockNameFitsDBMSLock(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "oncebox-migrate:SVC.P_ONCEBOX_MIGRATIONS", oracleLockName("svc.p_oncebox_migrations"))
+	long := oracleLockName(strings.Repeat("s", 100) + "." + strings.Repeat("p", 40) + "_oncebox_migrations")
+	require.LessOrEqual(t, len(long), 128)
+	require.True(t, strings.HasPrefix(long, "oncebox-migrate:"))
+}
