@@ -23,9 +23,9 @@ const oracleMaxInList = 1000
 // statement (Oracle's own limit is 65,535 per statement).
 const oracleMaxBindParams = 65535
 
-// oracleEmpty stands for the empty string in the columns where ” is a
+// oracleEmpty stands for the empty string in the columns where "" is a
 // meaningful value (handler_name, the inbox's consumer and event_id): Oracle
-// stores ” as NULL, which a NOT NULL or primary-key column refuses and
+// stores "" as NULL, which a NOT NULL or primary-key column refuses and
 // which compares equal to nothing.
 const oracleEmpty = " "
 

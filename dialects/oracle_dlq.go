@@ -41,7 +41,7 @@ func statusArgs(ss []oncebox.DLQStatus) []any {
 	return out
 }
 
-// DLQGet implements Dialect. handler_name reads ' ' where ” was stored
+// DLQGet implements Dialect. handler_name reads ' ' where "" was stored
 // (publisher rows): see docs/oracle.md.
 func (d *Oracle) DLQGet(id oncebox.EventID) Query {
 	var b binder
@@ -190,8 +190,8 @@ func nullString(s *string) any {
 }
 
 // InboxInsert implements Dialect: a MERGE that inserts (consumer, id) when
-// not present; one affected row means new. consumer ” (the default
-// namespace) and id ” are stored as ' ' (Oracle's ” is NULL). A concurrent
+// not present; one affected row means new. consumer "" (the default
+// namespace) and id "" are stored as ' ' (Oracle's "" is NULL). A concurrent
 // uncommitted insert of the same key makes the MERGE wait; if that
 // transaction commits, the MERGE fails with ORA-00001 instead of affecting
 // nothing (InboxRecordMany turns that into "not new"; a single InboxInsert
@@ -216,7 +216,7 @@ func (d *Oracle) InboxDeleteBefore(cutoff time.Time, limit int) Query {
 // DLQUpsertConsumer implements Dialect: a MERGE on the key the unique
 // indexes enforce, (event_id, source, handler_name), or (message_uuid,
 // source, handler_name) for a message without an event id; a row already
-// there counts one more attempt. handler_name ” is stored as ' '. Two
+// there counts one more attempt. handler_name "" is stored as ' '. Two
 // concurrent MERGEs of a new key: one fails with ORA-00001 (PostgreSQL's ON
 // CONFLICT would update instead); the message is redelivered and counted
 // then.

@@ -154,7 +154,7 @@ func (d *Oracle) EventsMoveLock() Query {
 }
 
 // EventsMoveCopy copies the locked FAILED rows into the DLQ (status MOVED,
-// source publisher, handler_name ' ' for ”, the DLQ row's id is the event
+// source publisher, handler_name ' ' for "", the DLQ row's id is the event
 // id).
 func (d *Oracle) EventsMoveCopy(ids []oncebox.EventID, now time.Time) Query {
 	var b binder
