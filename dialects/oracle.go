@@ -1,0 +1,388 @@
+package dialects
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+	"unicode/utf8"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// oracleMaxInList is Oracle's limit on the values of one IN (…) list
+// (ORA-01795).
+const oracleMaxInList = 1000
+
+// oracleMaxBindParams is the most bind parameters the dialect puts in one
+// statement (Oracle's own limit is 65,535 per statement).
+const oracleMaxBindParams = 65535
+
+// oracleEmpty stands for the empty string in the columns where "" is a
+// meaningful value (handler_name, the inbox's consumer and event_id): Oracle
+// stores "" as NULL, which a NOT NULL or primary-key column refuses and
+// which compares equal to nothing.
+const oracleEmpty = " "
+
+// Oracle is the dialect of Oracle Database 19c and later, through the go-ora
+// driver (github.com/sijms/go-ora/v2, "oracle"). Identifiers longer than 30
+// bytes (a long table prefix) need 12.2 or later. It was written against the
+// documentation and has not been run against a server in this repository's
+// CI unless ORACLE_DSN is set: see docs/oracle.md.
+type Oracle struct {
+	tables   Tables
+	schema   string
+	lockName string
+}
+
+var _ Dialect = (*Oracle)(nil)
+
+func init() {
+	constructors["oracle"] = func(cfg oncebox.TablesConfig) (Dialect, error) { return NewOracle(cfg) }
+}
+
+// NewOracle returns the Oracle dialect for the tables placed by cfg. The
+// schema is an Oracle user, which must exist: the dialect never creates it.
+func NewOracle(cfg oncebox.TablesConfig) (*Oracle, error) {
+	t, err := NewTables(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Oracle{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}, nil
+}
+
+// oracleLockName is the DBMS_LOCK name of the migration lock, after the
+// migrations table so that schemas migrated side by side do not wait on each
+// other. DBMS_LOCK names are at most 128 bytes: a longer one is replaced by
+// a hash of it.
+func oracleLockName(migrations string) string {
+	name := "oncebox-migrate:" + strings.ToUpper(migrations)
+	if len(name) > 128 {
+		name = "oncebox-migrate:" + strconv.FormatUint(uint64(advisoryKey(name)), 16)
+	}
+	return name
+}
+
+// Name implements Dialect.
+func (d *Oracle) Name() string { return "oracle" }
+
+// Tables implements Dialect.
+func (d *Oracle) Tables() Tables { return d.tables }
+
+// Features implements Dialect.
+func (d *Oracle) Features() Features {
+	return Features{
+		Placeholder:   PlaceholderColon,
+		Returning:     false,
+		SkipLocked:    SkipLockedRowidCursor,
+		IDType:        "RAW(16)",
+		InsertIgnore:  InsertMerge,
+		MaxInList:     oracleMaxInList,
+		MaxBindParams: oracleMaxBindParams,
+	}
+}
+
+// EncodeID implements Dialect: the 16 bytes, which go-ora binds as RAW. A
+// UUIDv7's bytes sort in time order.
+func (d *Oracle) EncodeID(id oncebox.EventID) any {
+	b := make([]byte, 16)
+	copy(b, id[:])
+	return b
+}
+
+// oraText returns s, or oracleEmpty for "".
+func oraText(s string) string {
+	if s == "" {
+		return oracleEmpty
+	}
+	return s
+}
+
+// oracleMaxErrorBytes bounds the error texts the dialect binds: go-ora sends
+// a string over 4,000 bytes (32,767 with MAX_STRING_SIZE = EXTENDED) as
+// LONG, which Oracle refuses as a function argument (TO_CLOB) or a CASE
+// result. last_error keeps the first 4,000 bytes.
+const oracleMaxErrorBytes = 4000
+
+// oraError returns s cut to at most oracleMaxErrorBytes bytes, at a UTF-8
+// character boundary.
+func oraError(s string) string {
+	if len(s) <= oracleMaxErrorBytes {
+		return s
+	}
+	cut := oracleMaxErrorBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// oraTime is a time argument: always UTC, bound with SYS_EXTRACT_UTC in the
+// SQL (go-ora binds a time.Time as TIMESTAMP WITH TIME ZONE; the columns are
+// TIMESTAMP(6) holding UTC, so every comparison and assignment goes through
+// SYS_EXTRACT_UTC and never depends on the session time zone).
+func oraTime(t time.Time) time.Time { return t.UTC() }
+
+// binder numbers bind parameters :1, :2, … in the order they are written.
+// Oracle binds by position for SQL statements: a placeholder written twice
+// takes two arguments, so no placeholder is ever reused; a value needed
+// twice is bound twice.
+type binder struct {
+	args []any
+}
+
+// p binds v and returns its placeholder.
+func (b *binder) p(v any) string {
+	b.args = append(b.args, v)
+	return ":" + strconv.Itoa(len(b.args))
+}
+
+// t binds a time and returns SYS_EXTRACT_UTC of its placeholder.
+func (b *binder) t(v time.Time) string { return "SYS_EXTRACT_UTC(" + b.p(oraTime(v)) + ")" }
+
+// in returns "col IN (…)" over vals, split as "(col IN (…1000…) OR col IN
+// (…))" when there are more than 1,000 values (ORA-01795), in one
+// statement. vals must not be empty.
+func (b *binder) in(col string, vals []any) string {
+	var s strings.Builder
+	groups := (len(vals) + oracleMaxInList - 1) / oracleMaxInList
+	if groups > 1 {
+		s.WriteString("(")
+	}
+	for g := 0; g < groups; g++ {
+		if g > 0 {
+			s.WriteString(" OR ")
+		}
+		s.WriteString(col + " IN (")
+		end := min((g+1)*oracleMaxInList, len(vals))
+		for i := g * oracleMaxInList; i < end; i++ {
+			if i > g*oracleMaxInList {
+				s.WriteString(", ")
+			}
+			s.WriteString(b.p(vals[i]))
+		}
+		s.WriteString(")")
+	}
+	if groups > 1 {
+		s.WriteString(")")
+	}
+	return s.String()
+}
+
+// idIn is in over event ids.
+func (b *binder) idIn(col string, ids []oncebox.EventID, d *Oracle) string {
+	vals := make([]any, len(ids))
+	for i, id := range ids {
+		vals[i] = d.EncodeID(id)
+	}
+	return b.in(col, vals)
+}
+
+// query returns the statement with the bound arguments.
+func (b *binder) query(sql string) Query { return Query{SQL: sql, Args: b.args} }
+
+// Migrations implements Dialect. The script is split at lines holding only
+// "/" (splitOracleScript), not by splitStatements: each statement is a
+// PL/SQL block with semicolons at the end of inner lines.
+func (d *Oracle) Migrations() ([]Migration, error) {
+	const dir = "migrations/oracle"
+	entries, err := fs.ReadDir(migrationsFS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("dialects: read migrations %s: %w", dir, err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	var out []Migration
+	for i, e := range entries {
+		name := e.Name()
+		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil || version != i+1 {
+			return nil, fmt.Errorf("dialects: migration %s/%s: want version %d in its name", dir, name, i+1)
+		}
+		raw, err := migrationsFS.ReadFile(path.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		tmpl, err := template.New(name).Option("missingkey=error").Parse(string(raw))
+		if err != nil {
+			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
+		}
+		var buf bytes.Buffer
+		if err := tmpl.Execute(&buf, d.templateData()); err != nil {
+			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
+		}
+		out = append(out, Migration{Version: version, Name: name, Statements: splitOracleScript(buf.String())})
+	}
+	return out, nil
+}
+
+// oracleTemplateData is what the Oracle migrations are rendered with: the
+// tables, and IndexPrefix, the prefix of index names qualified with the
+// schema. (On Oracle an index named without a schema is created in the
+// connected user's schema, not in its table's.)
+type oracleTemplateData struct {
+	Tables
+	IndexPrefix string
+}
+
+func (d *Oracle) templateData() oracleTemplateData {
+	p := d.tables.Prefix
+	if d.schema != "" {
+		p = d.schema + "." + p
+	}
+	return oracleTemplateData{Tables: d.tables, IndexPrefix: p}
+}
+
+// splitOracleScript splits a script into statements at every line holding
+// only "/" (the SQL*Plus terminator). Comment lines before a statement are
+// dropped; the statement text is kept whole, with the final "END;" that a
+// PL/SQL block needs (a plain SQL statement must not end with ";").
+func splitOracleScript(script string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.SplitAfter(script, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "/" {
+			if s := strings.TrimSpace(cur.String()); s != "" {
+				out = append(out, s)
+			}
+			cur.Reset()
+			continue
+		}
+		if cur.Len() == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "--")) {
+			continue
+		}
+		cur.WriteString(line)
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// oracleLockTimeout is how long, in seconds, a migrator waits for another
+// instance's migration.
+const oracleLockTimeout = 600
+
+// MigrationLock implements Dialect with a DBMS_LOCK user lock named after
+// the migrations table, requested exclusive with release_on_commit FALSE:
+// Oracle commits at every DDL statement, so a lock released by commit would
+// be gone after the first CREATE. The lock is held by the session until
+// MigrationUnlock. The user needs EXECUTE ON SYS.DBMS_LOCK (granted by a
+// DBA). ALLOCATE_UNIQUE commits, which is harmless as the first statement.
+func (d *Oracle) MigrationLock() []Query {
+	return []Query{{SQL: `DECLARE
+  h VARCHAR2(128);
+  r INTEGER;
+BEGIN
+  DBMS_LOCK.ALLOCATE_UNIQUE('` + d.lockName + `', h);
+  r := DBMS_LOCK.REQUEST(h, DBMS_LOCK.X_MODE, ` + strconv.Itoa(oracleLockTimeout) + `, FALSE);
+  IF r NOT IN (0, 4) THEN
+    RAISE_APPLICATION_ERROR(-20001, 'oncebox: DBMS_LOCK.REQUEST returned ' || r);
+  END IF;
+END;`}}
+}
+
+// SchemaCreate implements Dialect: nothing. An Oracle schema is a user, and
+// creating users needs DBA rights: the configured schema must exist.
+func (d *Oracle) SchemaCreate() []Query { return nil }
+
+// MigrationUnlock implements Dialect: release the DBMS_LOCK lock (result 4,
+// not held, is ignored).
+func (d *Oracle) MigrationUnlock() []Query {
+	return []Query{{SQL: `DECLARE
+  h VARCHAR2(128);
+  r INTEGER;
+BEGIN
+  DBMS_LOCK.ALLOCATE_UNIQUE('` + d.lockName + `', h);
+  r := DBMS_LOCK.RELEASE(h);
+  IF r NOT IN (0, 4) THEN
+    RAISE_APPLICATION_ERROR(-20001, 'oncebox: DBMS_LOCK.RELEASE returned ' || r);
+  END IF;
+END;`}}
+}
+
+// MigrationsTableCreate implements Dialect: CREATE TABLE, ignoring
+// ORA-00955 when it exists (no IF NOT EXISTS before 23c).
+func (d *Oracle) MigrationsTableCreate() Query {
+	return Query{SQL: `BEGIN
+  EXECUTE IMMEDIATE q'[CREATE TABLE ` + d.tables.Migrations + ` (
+    version    NUMBER(10)         PRIMARY KEY,
+    name       VARCHAR2(255 CHAR) NOT NULL,
+    applied_at TIMESTAMP(6)       NOT NULL
+  )]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE <> -955 THEN RAISE; END IF;
+END;`}
+}
+
+// MigrationsSelect implements Dialect.
+func (d *Oracle) MigrationsSelect() Query {
+	return Query{SQL: "SELECT version FROM " + d.tables.Migrations + " ORDER BY version"}
+}
+
+// MigrationsInsert implements Dialect.
+func (d *Oracle) MigrationsInsert(version int, name string, at time.Time) Query {
+	var b binder
+	return b.query("INSERT INTO " + d.tables.Migrations + " (version, name, applied_at) VALUES (" +
+		b.p(version) + ", " + b.p(name) + ", " + b.t(at) + ")")
+}
+
+// oracleInsertParams is the number of bind parameters per row of
+// EventsInsert: eight, and the creation time three times (no placeholder is
+// reused on Oracle).
+const oracleInsertParams = eventInsertParams + 2
+
+// oracleMaxInsertAllColumns is Oracle's limit on the target columns of all
+// the INTO clauses of one multitable insert together (ORA-24335 beyond).
+const oracleMaxInsertAllColumns = 999
+
+// oracleInsertColumns is the number of columns of one EventsInsert row.
+const oracleInsertColumns = 12
+
+// MaxRowsPerInsert implements Dialect: 83 rows, bounded by the 999 target
+// columns of an INSERT ALL (12 per row) well before the 65,535 binds (10
+// per row).
+func (d *Oracle) MaxRowsPerInsert() int {
+	return min(oracleMaxBindParams/oracleInsertParams, oracleMaxInsertAllColumns/oracleInsertColumns)
+}
+
+// EventsInsert implements Dialect: one row is a plain INSERT … VALUES;
+// several rows are one INSERT ALL INTO … VALUES (…) … SELECT 1 FROM DUAL.
+// An empty payload is stored as NULL (Oracle has no empty BLOB bind) and read
+// back as empty.
+func (d *Oracle) EventsInsert(rows []EventRow) Query {
+	var b binder
+	var s strings.Builder
+	values := func(r EventRow) string {
+		var key any
+		if r.Key != "" {
+			key = r.Key
+		}
+		return "(" + b.p(d.EncodeID(r.ID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " +
+			b.p(key) + ", " + b.p(r.MessageUUID) + ", " + b.p(nonNilBytes(r.Payload)) + ", " +
+			b.p(r.Metadata) + ", 'PENDING', 0, " + b.t(r.CreatedAt) + ", " + b.t(r.CreatedAt) + ", " +
+			b.t(r.CreatedAt) + ")"
+	}
+	if len(rows) == 1 {
+		s.WriteString("INSERT INTO " + d.tables.Events + " (" + eventInsertColumns + ")\nVALUES " + values(rows[0]))
+		return b.query(s.String())
+	}
+	s.WriteString("INSERT ALL")
+	for _, r := range rows {
+		s.WriteString("\n  INTO " + d.tables.Events + " (" + eventInsertColumns + ")\n    VALUES " + values(r))
+	}
+	s.WriteString("\nSELECT 1 FROM DUAL")
+	return b.query(s.String())
+}
+
+// Backlog implements Dialect: the shared UNION ALL of two GROUP BYs, each
+// with its FROM; a NULL of TIMESTAMP(6) for the DLQ's oldest.
+func (d *Oracle) Backlog() Query {
+	return Query{SQL: backlogSQL(d.tables, "CAST(NULL AS TIMESTAMP(6))")}
+}

@@ -1,0 +1,257 @@
+package dialects
+
+import (
+	"strings"
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// oracleDLQColumns is the select list of DLQGet and DLQList, in the order of
+// DLQRecord.ScanTargets.
+const oracleDLQColumns = dlqColumns
+
+// where appends the conditions of f to conds. Index: a filter on one status
+// uses (status, moved_at, id); the others are applied to the rows of
+// (moved_at, id).
+func (d *Oracle) dlqWhere(b *binder, f DLQFilter, conds []string) []string {
+	if len(f.Statuses) > 0 {
+		conds = append(conds, b.in("status", statusArgs(f.Statuses)))
+	}
+	if f.EventType != "" {
+		conds = append(conds, "event_type = "+b.p(f.EventType))
+	}
+	if f.Source != "" {
+		conds = append(conds, "source = "+b.p(string(f.Source)))
+	}
+	if !f.MovedFrom.IsZero() {
+		conds = append(conds, "moved_at >= "+b.t(f.MovedFrom))
+	}
+	if !f.MovedTo.IsZero() {
+		conds = append(conds, "moved_at < "+b.t(f.MovedTo))
+	}
+	return conds
+}
+
+func statusArgs(ss []oncebox.DLQStatus) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// DLQGet implements Dialect. handler_name reads ' ' where "" was stored
+// (publisher rows): see docs/oracle.md.
+func (d *Oracle) DLQGet(id oncebox.EventID) Query {
+	var b binder
+	return b.query("SELECT " + oracleDLQColumns + " FROM " + d.tables.DLQ + " WHERE id = " + b.p(d.EncodeID(id)))
+}
+
+// DLQGetStatus implements Dialect.
+func (d *Oracle) DLQGetStatus(id oncebox.EventID) Query {
+	var b binder
+	return b.query("SELECT status FROM " + d.tables.DLQ + " WHERE id = " + b.p(d.EncodeID(id)))
+}
+
+// DLQList implements Dialect: keyset pagination in (moved_at, id) order,
+// spelled without row values; FETCH FIRST is fine in a plain read (no FOR
+// UPDATE). Index: (moved_at, id), or (status, moved_at, id).
+func (d *Oracle) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
+	var b binder
+	conds := d.dlqWhere(&b, f, nil)
+	if after != nil {
+		conds = append(conds, "(moved_at > "+b.t(after.MovedAt)+" OR (moved_at = "+b.t(after.MovedAt)+
+			" AND id > "+b.p(d.EncodeID(after.ID))+"))")
+	}
+	return b.query("SELECT " + oracleDLQColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) +
+		"\n ORDER BY moved_at, id\n FETCH FIRST " + b.p(limit) + " ROWS ONLY")
+}
+
+// DLQCount implements Dialect.
+func (d *Oracle) DLQCount(f DLQFilter) Query {
+	var b binder
+	conds := d.dlqWhere(&b, f, nil)
+	return b.query("SELECT count(*) FROM " + d.tables.DLQ + whereClause(conds))
+}
+
+// DLQSetStatus implements Dialect.
+func (d *Oracle) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.DLQ + " SET status = " + b.p(string(to)) + ", updated_at = " + b.t(now) +
+		"\n WHERE id = " + b.p(d.EncodeID(id)) + " AND " + b.in("status", statusArgs(from)))
+}
+
+// DLQSetStatusMany implements Dialect; more than 1,000 ids are split into
+// OR-ed IN lists of one statement.
+func (d *Oracle) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.DLQ + " SET status = " + b.p(string(to)) + ", updated_at = " + b.t(now) +
+		"\n WHERE " + b.idIn("id", ids, d) + " AND " + b.in("status", statusArgs(from)))
+}
+
+// DLQSetStatusWhere implements Dialect.
+func (d *Oracle) DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	var b binder
+	set := "UPDATE " + d.tables.DLQ + " SET status = " + b.p(string(to)) + ", updated_at = " + b.t(now)
+	conds := d.dlqWhere(&b, f, []string{b.in("status", statusArgs(from))})
+	return b.query(set + whereClause(conds))
+}
+
+// DLQDelete implements Dialect.
+func (d *Oracle) DLQDelete(id oncebox.EventID) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.DLQ + " WHERE id = " + b.p(d.EncodeID(id)) + " AND status <> 'IN_PROCESS'")
+}
+
+// DLQDeleteMany implements Dialect.
+func (d *Oracle) DLQDeleteMany(ids []oncebox.EventID) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.DLQ + " WHERE " + b.idIn("id", ids, d) + " AND status <> 'IN_PROCESS'")
+}
+
+// DLQDeleteWhere implements Dialect.
+func (d *Oracle) DLQDeleteWhere(f DLQFilter) Query {
+	var b binder
+	conds := d.dlqWhere(&b, f, []string{"status <> 'IN_PROCESS'"})
+	return b.query("DELETE FROM " + d.tables.DLQ + whereClause(conds))
+}
+
+// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows updated
+// before cutoff, through a ROWNUM-bounded ROWID subquery; the outer
+// predicate is checked again on each row, so a row an operator changed in
+// between is not deleted. One leased instance runs the job: no SKIP LOCKED
+// fairness is needed.
+func (d *Oracle) DLQDeleteResolved(cutoff time.Time, limit int) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.DLQ + "\n WHERE status = 'RESOLVED' AND updated_at < " + b.t(cutoff) +
+		"\n   AND ROWID IN (SELECT ROWID FROM " + d.tables.DLQ +
+		"\n                  WHERE status = 'RESOLVED' AND moved_at < " + b.t(cutoff) + " AND updated_at < " + b.t(cutoff) +
+		" AND ROWNUM <= " + b.p(limit) + ")")
+}
+
+// DLQTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
+// (moved_at, id) order, FOR UPDATE SKIP LOCKED, fetched up to the limit.
+// Index: (status, moved_at, id).
+func (d *Oracle) DLQTransferLock() Query {
+	return Query{SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at" +
+		"\n  FROM " + d.tables.DLQ + "\n WHERE status = 'TO_RETRY'\n ORDER BY moved_at, id\n   FOR UPDATE SKIP LOCKED"}
+}
+
+// DLQTransferRow is one outbox event a transfer writes.
+type DLQTransferRow struct {
+	EventID     oncebox.EventID
+	EventType   string
+	Topic       string
+	Key         *string
+	MessageUUID string
+	Payload     []byte
+	Metadata    string
+	CreatedAt   time.Time
+}
+
+// DLQTransferRearm re-arms the outbox row of r's event id, if any, as
+// PostgreSQL's ON CONFLICT DO UPDATE does: content from the DLQ row,
+// PENDING, retry_count 0, due now, claim and failure cleared. One affected
+// row means it existed; otherwise DLQTransferInsert inserts it. (Two
+// statements, not a MERGE: the payload and metadata are LOBs, whose binds
+// beyond 32 KB go-ora sends as LONG, which a MERGE's USING subquery does not
+// take.)
+func (d *Oracle) DLQTransferRearm(r DLQTransferRow, now time.Time) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Events + " SET event_type = " + b.p(r.EventType) + ", topic = " + b.p(r.Topic) +
+		", partition_key = " + b.p(nullString(r.Key)) + ",\n       message_uuid = " + b.p(r.MessageUUID) +
+		", payload = " + b.p(nonNilBytes(r.Payload)) + ", metadata = " + b.p(r.Metadata) +
+		",\n       status = 'PENDING', retry_count = 0, next_retry_at = " + b.t(now) +
+		",\n       claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL, updated_at = " + b.t(now) +
+		"\n WHERE id = " + b.p(d.EncodeID(r.EventID)))
+}
+
+// DLQTransferInsert inserts r into the outbox as a PENDING event due now.
+func (d *Oracle) DLQTransferInsert(r DLQTransferRow, now time.Time) Query {
+	var b binder
+	return b.query("INSERT INTO " + d.tables.Events + " (" + eventInsertColumns + ")\nVALUES (" +
+		b.p(d.EncodeID(r.EventID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(nullString(r.Key)) + ", " +
+		b.p(r.MessageUUID) + ", " + b.p(nonNilBytes(r.Payload)) + ", " + b.p(r.Metadata) + ", 'PENDING', 0, " +
+		b.t(now) + ", " + b.t(r.CreatedAt) + ", " + b.t(now) + ")")
+}
+
+// DLQTransferDelete removes the transferred rows from the DLQ.
+func (d *Oracle) DLQTransferDelete(ids []oncebox.EventID) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.DLQ + " WHERE " + b.idIn("id", ids, d))
+}
+
+func nullString(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
+
+// InboxInsert implements Dialect: a MERGE that inserts (consumer, id) when
+// not present; one affected row means new. consumer "" (the default
+// namespace) and id "" are stored as ' ' (Oracle's "" is NULL). A concurrent
+// uncommitted insert of the same key makes the MERGE wait; if that
+// transaction commits, the MERGE fails with ORA-00001 instead of affecting
+// nothing (InboxRecordMany turns that into "not new"; a single InboxInsert
+// returns the error, and the message is redelivered and then found).
+func (d *Oracle) InboxInsert(consumer, id string, now time.Time) Query {
+	var b binder
+	return b.query("MERGE INTO " + d.tables.Inbox + " i\nUSING (SELECT " + b.p(oraText(consumer)) + " AS consumer, " +
+		b.p(oraText(id)) + " AS event_id, " + b.t(now) + ` AS processed_at FROM DUAL) s
+   ON (i.consumer = s.consumer AND i.event_id = s.event_id)
+ WHEN NOT MATCHED THEN INSERT (consumer, event_id, processed_at) VALUES (s.consumer, s.event_id, s.processed_at)`)
+}
+
+// InboxDeleteBefore implements Dialect: up to limit ids processed before
+// cutoff, through a ROWNUM-bounded ROWID subquery (inbox rows are never
+// updated; one leased instance runs the clean-up). Index: (processed_at).
+func (d *Oracle) InboxDeleteBefore(cutoff time.Time, limit int) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.Inbox + " WHERE ROWID IN (SELECT ROWID FROM " + d.tables.Inbox +
+		"\n WHERE processed_at < " + b.t(cutoff) + " AND ROWNUM <= " + b.p(limit) + ")")
+}
+
+// DLQUpsertConsumer implements Dialect: a MERGE on the key the unique
+// indexes enforce, (event_id, source, handler_name), or (message_uuid,
+// source, handler_name) for a message without an event id; a row already
+// there counts one more attempt. handler_name "" is stored as ' '. Two
+// concurrent MERGEs of a new key: one fails with ORA-00001 (PostgreSQL's ON
+// CONFLICT would update instead); the message is redelivered and counted
+// then.
+func (d *Oracle) DLQUpsertConsumer(r DLQRow) Query {
+	var b binder
+	var key any
+	if r.Key != "" {
+		key = r.Key
+	}
+	var eventID any
+	// The ON conditions spell the expressions of the function-based unique
+	// indexes, so that the MERGE finds the row through them.
+	on := "CASE WHEN q.event_id IS NOT NULL THEN q.event_id END = s.event_id" +
+		"\n       AND CASE WHEN q.event_id IS NOT NULL THEN q.source END = 'consumer'" +
+		"\n       AND CASE WHEN q.event_id IS NOT NULL THEN q.handler_name END = s.handler_name"
+	if r.EventID != nil {
+		eventID = d.EncodeID(*r.EventID)
+	} else {
+		on = "CASE WHEN q.event_id IS NULL THEN q.message_uuid END = s.message_uuid" +
+			"\n       AND CASE WHEN q.event_id IS NULL THEN q.source END = 'consumer'" +
+			"\n       AND CASE WHEN q.event_id IS NULL THEN q.handler_name END = s.handler_name"
+	}
+	using := "SELECT " + b.p(d.EncodeID(r.ID)) + " AS id, " + b.p(eventID) + " AS event_id, " +
+		b.p(oraText(r.HandlerName)) + " AS handler_name, " + b.p(r.MessageUUID) + " AS message_uuid, " +
+		b.t(r.FailedAt) + " AS failed_at FROM DUAL"
+	var s strings.Builder
+	s.WriteString("MERGE INTO " + d.tables.DLQ + " q\nUSING (" + using + ") s\n   ON (" + on + ")")
+	s.WriteString("\n WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = " + b.p(oraError(r.Error)) +
+		",\n      q.last_failed_at = s.failed_at, q.updated_at = s.failed_at")
+	s.WriteString(`
+ WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
+      message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+      last_failed_at, moved_at, updated_at)
+      VALUES (s.id, s.event_id, 'consumer', s.handler_name, ` + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(key) +
+		",\n      s.message_uuid, " + b.p(nonNilBytes(r.Payload)) + ", " + b.p(r.Metadata) + ", 'MOVED', 1, " + b.p(oraError(r.Error)) +
+		",\n      s.failed_at, s.failed_at, s.failed_at, s.failed_at, s.failed_at)")
+	return b.query(s.String())
+}

@@ -1,0 +1,207 @@
+package dialects
+
+import (
+	"strings"
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// oracleClaimColumns is the select list of the claim cursor, in the order of
+// ClaimedEvent.ScanTargets.
+const oracleClaimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
+
+// EventsClaimLock is the claim's cursor: every due PENDING row of the type
+// in next_retry_at order, FOR UPDATE SKIP LOCKED. With SKIP LOCKED Oracle
+// locks rows as they are fetched, so Claim fetches Limit rows and closes the
+// cursor; no FETCH FIRST (ORA-02014 with FOR UPDATE) and no ROWNUM (it cuts
+// the rows before the locked ones are skipped, so concurrent claimers would
+// all get the same first rows, minus those locked: mostly nothing). Index:
+// (status, event_type, next_retry_at) gives the rows in order.
+func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
+	var b binder
+	return b.query("SELECT " + oracleClaimColumns + "\n  FROM " + d.tables.Events +
+		"\n WHERE status = 'PENDING' AND event_type = " + b.p(p.EventType) +
+		" AND next_retry_at <= " + b.t(p.Now) +
+		"\n ORDER BY next_retry_at\n   FOR UPDATE SKIP LOCKED")
+}
+
+// EventsClaimUpdate flips the rows the claim's cursor locked to IN_PROCESS
+// with the claim's token.
+func (d *Oracle) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Events + " SET status = 'IN_PROCESS', claim_token = " +
+		b.p(d.EncodeID(p.Token)) + ", claimed_at = " + b.t(p.Now) + ", updated_at = " + b.t(p.Now) +
+		"\n WHERE " + b.idIn("id", ids, d))
+}
+
+// EventsMarkProcessed marks ids PROCESSED under the claim-token guard (a row
+// recovered and claimed again has a new token, so a late finalize changes
+// nothing). Without RETURNING, MarkProcessed reads back which ids it marked
+// when fewer rows than ids were affected.
+func (d *Oracle) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.t(now) +
+		"\n WHERE " + b.idIn("id", ids, d) + " AND claim_token = " + b.p(d.EncodeID(token)) +
+		" AND status = 'IN_PROCESS'")
+}
+
+// EventsMarkedProcessed selects the ids of ids that are PROCESSED under
+// token: those MarkProcessed's update marked (the token is this claim's, so
+// no other finalize could have).
+func (d *Oracle) EventsMarkedProcessed(token oncebox.EventID, ids []oncebox.EventID) Query {
+	var b binder
+	return b.query("SELECT id FROM " + d.tables.Events + "\n WHERE " + b.idIn("id", ids, d) +
+		" AND claim_token = " + b.p(d.EncodeID(token)) + " AND status = 'PROCESSED'")
+}
+
+// EventsMarkFailed implements Dialect: one UPDATE whose new status, retry
+// count, next retry time and error come from a CASE id WHEN … per column,
+// under the claim-token guard. Each row binds nine values (its id five
+// times: no placeholder is reused on Oracle).
+//
+// Beyond 7,281 rows (9 × rows + 3 > 65,535 binds) it is one MERGE over a
+// UNION ALL of DUAL rows instead, five binds a row, which holds the largest
+// batch (10,000): see eventsMarkFailedMerge.
+func (d *Oracle) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	if 9*len(rows)+3 > oracleMaxBindParams {
+		return d.eventsMarkFailedMerge(token, rows, now)
+	}
+	var b binder
+	cases := func(col string, val func(FailedEvent) string) string {
+		var s strings.Builder
+		s.WriteString(col + " = CASE id")
+		for _, r := range rows {
+			s.WriteString(" WHEN " + b.p(d.EncodeID(r.ID)) + " THEN " + val(r))
+		}
+		s.WriteString(" END")
+		return s.String()
+	}
+	sql := "UPDATE " + d.tables.Events + "\n   SET " +
+		cases("status", func(r FailedEvent) string { return b.p(string(r.Status)) }) + ",\n       " +
+		cases("retry_count", func(r FailedEvent) string { return b.p(r.RetryCount) }) + ",\n       " +
+		cases("next_retry_at", func(r FailedEvent) string { return b.t(r.NextRetryAt) }) + ",\n       " +
+		cases("last_error", func(r FailedEvent) string { return "TO_CLOB(" + b.p(oraError(r.Error)) + ")" }) + ",\n       " +
+		"first_failed_at = COALESCE(first_failed_at, " + b.t(now) + "),\n       " +
+		"claim_token = NULL, claimed_at = NULL, updated_at = " + b.t(now)
+	ids := make([]oncebox.EventID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	sql += "\n WHERE " + b.idIn("id", ids, d) + " AND claim_token = " + b.p(d.EncodeID(token)) +
+		" AND status = 'IN_PROCESS'"
+	return b.query(sql)
+}
+
+// eventsMarkFailedMerge is EventsMarkFailed for batches too large for the
+// CASE form: MERGE INTO events USING (SELECT :id, :status, :retry_count,
+// :next_retry_at, :last_error FROM DUAL UNION ALL …) ON (id) WHEN MATCHED
+// THEN UPDATE … WHERE claim_token = :t AND status = 'IN_PROCESS'. The
+// affected count is the rows updated, as the UPDATE's.
+func (d *Oracle) eventsMarkFailedMerge(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	var b binder
+	var s strings.Builder
+	s.WriteString("MERGE INTO " + d.tables.Events + " e\nUSING (")
+	for i, r := range rows {
+		if i == 0 {
+			s.WriteString("SELECT " + b.p(d.EncodeID(r.ID)) + " AS id, " + b.p(string(r.Status)) + " AS status, " +
+				b.p(r.RetryCount) + " AS retry_count, " + b.t(r.NextRetryAt) + " AS next_retry_at, " +
+				b.p(oraError(r.Error)) + " AS last_error FROM DUAL")
+			continue
+		}
+		s.WriteString("\n       UNION ALL SELECT " + b.p(d.EncodeID(r.ID)) + ", " + b.p(string(r.Status)) + ", " +
+			b.p(r.RetryCount) + ", " + b.t(r.NextRetryAt) + ", " + b.p(oraError(r.Error)) + " FROM DUAL")
+	}
+	s.WriteString(`) u
+   ON (e.id = u.id)
+ WHEN MATCHED THEN UPDATE SET e.status = u.status, e.retry_count = u.retry_count, e.next_retry_at = u.next_retry_at,
+      e.last_error = TO_CLOB(u.last_error), e.first_failed_at = COALESCE(e.first_failed_at, ` + b.t(now) + `),
+      e.claim_token = NULL, e.claimed_at = NULL, e.updated_at = ` + b.t(now) + `
+      WHERE e.claim_token = ` + b.p(d.EncodeID(token)) + " AND e.status = 'IN_PROCESS'")
+	return b.query(s.String())
+}
+
+// EventsRelease implements Dialect: rows of a claim go back to PENDING
+// without counting an attempt.
+func (d *Oracle) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Events + " SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = " +
+		b.t(now) + "\n WHERE " + b.idIn("id", ids, d) + " AND claim_token = " + b.p(d.EncodeID(token)) +
+		" AND status = 'IN_PROCESS'")
+}
+
+// EventsRecover implements Dialect: up to limit rows IN_PROCESS since
+// before cutoff go back to PENDING and lose their token. ROWNUM without FOR
+// UPDATE: the batch is bounded, and a row a finalizing claimer changes in
+// between fails the outer predicate (Oracle re-checks it on the current row,
+// restarting the statement if needed), so nothing finalized is recovered. No
+// SKIP LOCKED fairness is needed here: one leased instance runs the job.
+// Index: (status, claimed_at).
+func (d *Oracle) EventsRecover(cutoff, now time.Time, limit int) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Events + " SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = " +
+		b.t(now) + "\n WHERE status = 'IN_PROCESS' AND claimed_at < " + b.t(cutoff) +
+		"\n   AND ROWID IN (SELECT ROWID FROM " + d.tables.Events +
+		"\n                  WHERE status = 'IN_PROCESS' AND claimed_at < " + b.t(cutoff) +
+		" AND ROWNUM <= " + b.p(limit) + ")")
+}
+
+// EventsMoveLock is MoveToDLQ's cursor over the FAILED rows, oldest first,
+// FOR UPDATE SKIP LOCKED, fetched up to the limit.
+func (d *Oracle) EventsMoveLock() Query {
+	return Query{SQL: "SELECT id FROM " + d.tables.Events +
+		"\n WHERE status = 'FAILED'\n ORDER BY updated_at\n   FOR UPDATE SKIP LOCKED"}
+}
+
+// EventsMoveCopy copies the locked FAILED rows into the DLQ (status MOVED,
+// source publisher, handler_name ' ' for "", the DLQ row's id is the event
+// id).
+func (d *Oracle) EventsMoveCopy(ids []oncebox.EventID, now time.Time) Query {
+	var b binder
+	return b.query("INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+SELECT id, id, 'publisher', ' ', event_type, topic, partition_key, message_uuid, payload, metadata,
+       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, ` + b.t(now) + ", " + b.t(now) +
+		"\n  FROM " + d.tables.Events + "\n WHERE " + b.idIn("id", ids, d) + " AND status = 'FAILED'")
+}
+
+// EventsMoveDelete deletes the moved rows from the outbox.
+func (d *Oracle) EventsMoveDelete(ids []oncebox.EventID) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.Events + " WHERE " + b.idIn("id", ids, d) + " AND status = 'FAILED'")
+}
+
+// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
+// updated before cutoff, through a ROWNUM-bounded ROWID subquery (no SKIP
+// LOCKED fairness needed: one leased instance runs the clean-up; PROCESSED
+// rows are not updated any more). Index: (status, updated_at).
+func (d *Oracle) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
+	var b binder
+	return b.query("DELETE FROM " + d.tables.Events + "\n WHERE status = 'PROCESSED' AND updated_at < " + b.t(cutoff) +
+		"\n   AND ROWID IN (SELECT ROWID FROM " + d.tables.Events +
+		"\n                  WHERE status = 'PROCESSED' AND updated_at < " + b.t(cutoff) +
+		" AND ROWNUM <= " + b.p(limit) + ")")
+}
+
+// LeaseAcquire is AcquireLease's statement: one MERGE that inserts the
+// lease or takes it over when the holder's has run out; one affected row
+// means taken.
+func (d *Oracle) LeaseAcquire(l Lease) Query {
+	var b binder
+	return b.query("MERGE INTO " + d.tables.Jobs + " j\nUSING (SELECT " + b.p(l.Name) + " AS name, " + b.p(l.Owner) +
+		" AS locked_by, " + b.t(l.LockedAt) + " AS locked_at, " + b.t(l.Until) + ` AS lock_until FROM DUAL) s
+   ON (j.name = s.name)
+ WHEN MATCHED THEN UPDATE SET j.locked_by = s.locked_by, j.locked_at = s.locked_at, j.lock_until = s.lock_until
+      WHERE j.lock_until <= s.locked_at
+ WHEN NOT MATCHED THEN INSERT (name, locked_by, locked_at, lock_until)
+      VALUES (s.name, s.locked_by, s.locked_at, s.lock_until)`)
+}
+
+// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
+// l.LockedAt to end at l.Until.
+func (d *Oracle) LeaseRelease(l Lease) Query {
+	var b binder
+	return b.query("UPDATE " + d.tables.Jobs + " SET lock_until = " + b.t(l.Until) + " WHERE name = " + b.p(l.Name) +
+		" AND locked_by = " + b.p(l.Owner) + " AND locked_at = " + b.t(l.LockedAt))
+}

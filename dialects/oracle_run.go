@@ -1,0 +1,320 @@
+package dialects
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// Oracle runs the operations without RETURNING as several statements in one
+// transaction at Oracle's default isolation, READ COMMITTED (oracleTx). The
+// lock cursors are FOR UPDATE SKIP LOCKED: Oracle locks each row as it is
+// fetched, so the methods fetch at most the limit and close the cursor.
+// go-ora fetches PREFETCH_ROWS rows per round trip (25 by default, and a
+// computed, larger number for the next round trips when it is exactly 25):
+// set PREFETCH_ROWS in the DSN to the claim batch size, so that about Limit
+// rows get locked; rows fetched beyond it stay locked, unclaimed, until the
+// commit (a short delay for other claimers, never a lost or double claim).
+
+// oracleTx are the options of the dialect's transactions: none. Oracle's
+// default isolation is READ COMMITTED, the level the relay needs, and go-ora
+// (v2.8.24, Connection.BeginTx) refuses any TxOptions.Isolation other than
+// the default with "only support default value for isolation", so
+// readCommitted would fail every transaction.
+var oracleTx *sql.TxOptions
+
+// oracleMaxIDsPerStatement bounds the ids of one statement built from a
+// caller's list, well within 65,535 binds.
+const oracleMaxIDsPerStatement = 30000
+
+// Claim implements Dialect: open the claim cursor, fetch up to p.Limit rows
+// (locking them), close it, flip them to IN_PROCESS by id, commit.
+func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	var out []ClaimedEvent
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		events, err := queryClaimed(ctx, tx, d.EventsClaimLock(p), p.Limit)
+		if err != nil || len(events) == 0 {
+			return err
+		}
+		if _, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, claimedIDs(events))); err != nil {
+			return err
+		}
+		out = events
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MarkProcessed implements Dialect: the guarded update; when it affected
+// fewer rows than ids, a read-back of the ids now PROCESSED under the token
+// tells which, in the same transaction.
+func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []oncebox.EventID
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		out = out[:0]
+		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, d.EventsMarkProcessed(token, part, now))
+			if err != nil {
+				return err
+			}
+			if int(n) == len(part) {
+				out = append(out, part...)
+				return nil
+			}
+			if n == 0 {
+				return nil
+			}
+			marked, err := queryIDs(ctx, tx, d.EventsMarkedProcessed(token, part))
+			if err != nil {
+				return err
+			}
+			out = append(out, marked...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MoveToDLQ implements Dialect: lock up to limit FAILED rows through the
+// cursor, copy them into the DLQ, delete them, commit.
+func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	moved := 0
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		ids, err := oracleLockIDs(ctx, tx, d.EventsMoveLock(), limit)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, d.EventsMoveCopy(part, now))
+			if err != nil {
+				return err
+			}
+			if _, err := execAffected(ctx, tx, d.EventsMoveDelete(part)); err != nil {
+				return err
+			}
+			moved += int(n)
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+// oracleLockIDs runs a lock cursor and fetches up to limit ids.
+func oracleLockIDs(ctx context.Context, tx wsql.ContextExecutor, q Query, limit int) ([]oncebox.EventID, error) {
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []oncebox.EventID
+	for len(out) < limit && rows.Next() {
+		var id oncebox.EventID
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rowsErr(rows)
+}
+
+// dlqTransferRow is one locked TO_RETRY row.
+type dlqTransferRow struct {
+	ID          oncebox.EventID
+	EventID     *oncebox.EventID
+	EventType   string
+	Topic       string
+	Key         *string
+	MessageUUID string
+	Payload     []byte
+	Metadata    []byte
+	CreatedAt   time.Time
+	MovedAt     time.Time
+}
+
+// TransferDLQToOutbox implements Dialect: lock up to limit TO_RETRY rows
+// through the cursor, compute in Go what PostgreSQL's statement computes
+// (event id = event_id or the row's own id; metadata gains oncebox_event_id
+// and oncebox_event_type; rows sharing an event id become one event, the
+// latest moved winning), re-arm or insert each event in the outbox, delete
+// the DLQ rows, commit. Returns the DLQ rows moved.
+func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	moved := 0
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		locked, err := d.lockTransferRows(ctx, tx, limit)
+		if err != nil || len(locked) == 0 {
+			return err
+		}
+		events, err := transferEvents(locked)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			n, err := execAffected(ctx, tx, d.DLQTransferRearm(e, now))
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				if _, err := execAffected(ctx, tx, d.DLQTransferInsert(e, now)); err != nil {
+					return err
+				}
+			}
+		}
+		ids := make([]oncebox.EventID, len(locked))
+		for i, r := range locked {
+			ids[i] = r.ID
+		}
+		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, d.DLQTransferDelete(part))
+			moved += int(n)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, limit int) ([]dlqTransferRow, error) {
+	q := d.DLQTransferLock()
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dlqTransferRow
+	for len(out) < limit && rows.Next() {
+		var r dlqTransferRow
+		if err := rows.Scan(&r.ID, &r.EventID, &r.EventType, &r.Topic, &r.Key, &r.MessageUUID,
+			&r.Payload, &r.Metadata, &r.CreatedAt, &r.MovedAt); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rowsErr(rows)
+}
+
+// transferEvents turns locked DLQ rows into outbox events: one per event id,
+// from the latest moved row (moved_at, then id, descending), in event id
+// order, with oncebox_event_id and oncebox_event_type set in the metadata.
+func transferEvents(rows []dlqTransferRow) ([]DLQTransferRow, error) {
+	latest := map[oncebox.EventID]dlqTransferRow{}
+	for _, r := range rows {
+		id := r.ID
+		if r.EventID != nil {
+			id = *r.EventID
+		}
+		if cur, ok := latest[id]; ok {
+			if r.MovedAt.Before(cur.MovedAt) || (r.MovedAt.Equal(cur.MovedAt) && strings.Compare(string(r.ID[:]), string(cur.ID[:])) < 0) {
+				continue
+			}
+		}
+		latest[id] = r
+	}
+	ids := make([]oncebox.EventID, 0, len(latest))
+	for id := range latest {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
+	out := make([]DLQTransferRow, 0, len(ids))
+	for _, id := range ids {
+		r := latest[id]
+		meta := map[string]any{}
+		if len(r.Metadata) > 0 {
+			if err := json.Unmarshal(r.Metadata, &meta); err != nil {
+				return nil, fmt.Errorf("dlq row %s: metadata: %w", r.ID, err)
+			}
+			if meta == nil {
+				meta = map[string]any{}
+			}
+		}
+		meta["oncebox_event_id"] = id.String()
+		meta["oncebox_event_type"] = r.EventType
+		b, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, DLQTransferRow{EventID: id, EventType: r.EventType, Topic: r.Topic, Key: r.Key,
+			MessageUUID: r.MessageUUID, Payload: r.Payload, Metadata: string(b), CreatedAt: r.CreatedAt})
+	}
+	return out, nil
+}
+
+// AcquireLease implements Dialect with the one MERGE of LeaseAcquire. Two
+// instances inserting the first lease at once: the second waits, then fails
+// with ORA-00001, which means "not taken".
+func (d *Oracle) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
+	n, err := execAffected(ctx, db, d.LeaseAcquire(l))
+	if isUniqueViolation(err) {
+		return false, nil
+	}
+	return n == 1, err
+}
+
+// InboxRecordMany implements Dialect: one InboxInsert MERGE per id in the
+// caller's transaction (one round trip per id), whose affected count tells
+// new (1) or present (0). An id a concurrent transaction inserted and
+// committed first makes the MERGE wait, then fail with ORA-00001: not new.
+// Oracle rolls back only the failed statement, so the transaction goes on.
+func (d *Oracle) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		n, err := execAffected(ctx, tx, d.InboxInsert(consumer, id, now))
+		if isUniqueViolation(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// isUniqueViolation reports ORA-00001 (unique constraint violated).
+func isUniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "ORA-00001")
+}
+
+// Exec implements Dialect: q in its own transaction (READ COMMITTED, the
+// default).
+func (d *Oracle) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error) {
+	var n int64
+	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		var err error
+		n, err = execAffected(ctx, tx, q)
+		return err
+	})
+	return n, err
+}
