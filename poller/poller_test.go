@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,65 +144,4 @@ func TestPollerOverDatabaseSQL(t *testing.T) {
 	})
 	got := rec.deliveries()
 	require.Len(t, got, 2)
-}
-
-// faultyDB is the real database with one injected fault: the first
-// statements whose SQL contains match fail, as if the connection dropped.
-type faultyDB struct {
-	wsql.Beginner
-	match string
-	fails atomic.Int32
-}
-
-func (f *faultyDB) fault(query string) error {
-	if strings.Contains(query, f.match) && f.fails.Add(-1) >= 0 {
-		return errors.New("injected: connection reset by peer")
-	}
-	return nil
-}
-
-func (f *faultyDB) ExecContext(ctx context.Context, query string, args ...any) (wsql.Result, error) {
-	if err := f.fault(query); err != nil {
-		return nil, err
-	}
-	return f.Beginner.ExecContext(ctx, query, args...)
-}
-
-func (f *faultyDB) QueryContext(ctx context.Context, query string, args ...any) (wsql.Rows, error) {
-	if err := f.fault(query); err != nil {
-		return nil, err
-	}
-	return f.Beginner.QueryContext(ctx, query, args...)
-}
-
-// A finalize lost with the database connection leaves the rows IN_PROCESS:
-// the recovery sends them again. A duplicate, never a loss.
-func TestLostFinalizeIsRecoveredAndResent(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ids := b.publish(t, b.clock, "order-created", 4)
-	db := &faultyDB{Beginner: b.schema.Beginner, match: "SET status = 'PROCESSED'"}
-	db.fails.Store(1)
-	rec := newRecorder()
-	h := &hooks{}
-	cfg := b.config("order-created")
-	cfg.Hooks = h
-	p, err := poller.New(db, rec, nil, cfg)
-	require.NoError(t, err)
-	start(t, p)
-
-	require.NoError(t, b.clock.BlockUntilContext(context.Background(), 3))
-	require.Equal(t, 4, rec.delivered())
-	require.Equal(t, 4, b.status(t, "IN_PROCESS"), "the finalize was lost")
-	var pollErr error
-	for _, pi := range h.snapshot().polls {
-		pollErr = errors.Join(pollErr, pi.Err)
-	}
-	require.ErrorContains(t, pollErr, "injected: connection reset by peer")
-
-	stepUntil(t, b.clock, 3, time.Second, 15*time.Minute, func() bool { return b.status(t, "PROCESSED") == 4 })
-	for _, id := range ids {
-		require.Equal(t, 2, rec.deliveries()[id], "sent again after recovery")
-	}
-	require.Equal(t, 0, b.schema.Count(t, b.schema.Dialect.Tables().Events, "retry_count <> 0"))
 }
