@@ -187,12 +187,17 @@ func TestFinalizeGuardAfterRecovery(t *testing.T) {
 		require.Equal(t, 1, s.Count(t, s.Tables.Events, "id = "+s.P(1)+" AND status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL",
 			s.ID(ids[3])), "released without an attempt")
 
-		// A second finalize of the same claim changes nothing either.
-		marked, err = s.Dialect.MarkProcessed(ctx, s.Beginner, fresh, ids, now)
-		require.NoError(t, err)
-		require.Empty(t, marked, "PROCESSED rows are not marked twice, PENDING rows not at all")
 		require.Equal(t, ids[3:], claimedIDs(claim(newID(t), now)), "the released row is due at once, the failed one waits")
 		require.Equal(t, ids[2:3], claimedIDs(claim(newID(t), retryAt)), "the failed row at its retry time")
+
+		// A second finalize of the same claim changes nothing, and reports
+		// nothing as marked (Dialect.MarkProcessed returns the ids it marked).
+		marked, err = s.Dialect.MarkProcessed(ctx, s.Beginner, fresh, ids, retryAt)
+		require.NoError(t, err)
+		require.Equal(t, 2, s.status(t, "PROCESSED"))
+		require.Equal(t, 2, s.status(t, "IN_PROCESS"), "rows of later claims are untouched")
+		require.Equal(t, 2, s.Count(t, s.Tables.Events, "status = 'PROCESSED' AND updated_at = "+s.P(1), now), "not marked again")
+		require.Empty(t, marked, "a repeated finalize reports no row as marked: the rows were PROCESSED by the first one")
 	})
 }
 
