@@ -114,6 +114,29 @@ func TestClaim(t *testing.T) {
 	})
 }
 
+// The recovery takes at most its limit, and only claims older than the
+// cutoff.
+func TestRecoveryLimitAndCutoff(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ctx := context.Background()
+		s.publish(t, s.clock, "recover", 5)
+		old, err := s.Dialect.Claim(ctx, s.Beginner, dialects.ClaimParams{EventType: "recover", Limit: 3, Token: newID(t), Now: t0})
+		require.NoError(t, err)
+		require.Len(t, old, 3)
+		_, err = s.Dialect.Claim(ctx, s.Beginner, dialects.ClaimParams{EventType: "recover", Limit: 2, Token: newID(t), Now: t0.Add(time.Hour)})
+		require.NoError(t, err)
+		cutoff := t0.Add(time.Minute)
+		n, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(cutoff, t0.Add(2*time.Hour), 2))
+		require.NoError(t, err)
+		require.Equal(t, int64(2), n, "the limit")
+		n, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(cutoff, t0.Add(2*time.Hour), 100))
+		require.NoError(t, err)
+		require.Equal(t, int64(1), n, "the claim made after the cutoff stays")
+		require.Equal(t, 3, s.Count(t, s.Tables.Events, "event_type = 'recover' AND status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"))
+	})
+}
+
 func claimedIDs(evs []dialects.ClaimedEvent) []oncebox.EventID {
 	out := make([]oncebox.EventID, len(evs))
 	for i, e := range evs {
