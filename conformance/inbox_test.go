@@ -31,7 +31,7 @@ func setupInbox(t *testing.T, tg dbtest.Target) *inboxSuite {
 	t.Helper()
 	s := setup(t, tg)
 	table := strings.TrimSuffix(s.Tables.Events, "outbox_events") + "effects"
-	s.exec(t, "CREATE TABLE "+table+" (event_id VARCHAR(64) NOT NULL, note VARCHAR(16))")
+	s.exec(t, "CREATE TABLE "+table+" (event_id VARCHAR(64), note VARCHAR(16))")
 	if tg.Name == "oracle" { // dbtest drops only the oncebox tables there
 		t.Cleanup(func() { _, _ = s.DB.ExecContext(context.Background(), "DROP TABLE "+table+" PURGE") })
 	}
@@ -51,6 +51,9 @@ func (s *inboxSuite) inbox(t *testing.T, mutate ...func(*middleware.InboxConfig)
 
 func (s *inboxSuite) effects(t *testing.T, key string) int {
 	t.Helper()
+	if key == "" { // Oracle stores '' as NULL
+		return s.Count(t, s.effectsTable, "event_id IS NULL OR event_id = ''")
+	}
 	return s.Count(t, s.effectsTable, "event_id = "+s.P(1), key)
 }
 
