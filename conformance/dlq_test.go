@@ -241,6 +241,7 @@ func TestDLQRetryThroughPollers(t *testing.T) {
 		msgs := make([]*message.Message, 100)
 		for i := range msgs {
 			msgs[i] = message.NewMessage(watermill.NewUUID(), []byte(fmt.Sprint(i)))
+			oncebox.SetKey(msgs[i], "k")
 		}
 		require.NoError(t, pub.Publish("order-created", msgs...))
 		require.NoError(t, tx.Commit())
@@ -270,6 +271,9 @@ func TestDLQRetryThroughPollers(t *testing.T) {
 			require.Len(t, got, 1)
 			require.Equal(t, "order-created", got[0].topic)
 			require.Equal(t, []byte(m.Payload), []byte(got[0].msg.Payload))
+			require.Equal(t, "k", oncebox.Key(got[0].msg), "the ordering key survives the round trip")
+			require.Equal(t, "order-created", got[0].msg.Metadata.Get(oncebox.HeaderEventType))
+			require.Equal(t, m.UUID, got[0].msg.UUID)
 		}
 		one := rec.of(withID)
 		require.Len(t, one, 1, "the event id it had")
