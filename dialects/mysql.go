@@ -90,12 +90,13 @@ func (d *MySQL) Migrations() ([]Migration, error) {
 // survives the implicit commits of DDL, which a row lock would not. GET_LOCK
 // returns 0 on timeout instead of failing, and Migrate runs the lock with
 // Exec, which drops results: the second statement turns "not taken" into an
-// error (a scalar subquery of two rows, error 1242) so that a migration
-// never runs without the lock.
+// error (a scalar subquery of two rows, error 1242 "Subquery returns more
+// than 1 row") so that a migration never runs without the lock. It is a
+// SELECT, not DO: MariaDB's DO does not run the subquery to its second row.
 func (d *MySQL) MigrationLock() []Query {
 	return []Query{
 		{SQL: "SET @oncebox_migration_lock = GET_LOCK(?, ?)", Args: []any{d.lockName, mysqlLockTimeout}},
-		{SQL: "DO (SELECT 'oncebox: migration lock not taken' UNION ALL SELECT 'another migration holds it' FROM DUAL" +
+		{SQL: "SELECT (SELECT 'oncebox: the migration lock is held by another migration' FROM (SELECT 1 AS n UNION ALL SELECT 2) AS t" +
 			" WHERE COALESCE(@oncebox_migration_lock, 0) <> 1)"},
 	}
 }

@@ -3,7 +3,7 @@ SET @oncebox_migration_lock = GET_LOCK(?, ?);
 -- args: [oncebox-migrate-de8e1d6da168b80e 600]
 
 -- migrate
-DO (SELECT 'oncebox: migration lock not taken' UNION ALL SELECT 'another migration holds it' FROM DUAL WHERE COALESCE(@oncebox_migration_lock, 0) <> 1);
+SELECT (SELECT 'oncebox: the migration lock is held by another migration' FROM (SELECT 1 AS n UNION ALL SELECT 2) AS t WHERE COALESCE(@oncebox_migration_lock, 0) <> 1);
 -- args: []
 
 -- migrate
