@@ -83,7 +83,7 @@ INSERT IGNORE INTO inbox_events (consumer, event_id, processed_at) VALUES (?, ?,
 -- args: [ns k1 2026-11-30 12:00:00 +0000 UTC]
 
 -- InboxRecordMany: InboxSelectPresent
-SELECT event_id FROM inbox_events WHERE consumer = ? AND event_id IN (?,?) FOR UPDATE;
+SELECT event_id FROM inbox_events WHERE consumer = ? AND event_id IN (?,?);
 -- args: [ns k1 k2]
 
 -- InboxRecordMany: InboxInsertMany
