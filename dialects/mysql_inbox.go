@@ -36,8 +36,8 @@ func (d *MySQL) InboxInsert(consumer, id string, now time.Time) Query {
 // InboxSelectPresent is the first statement of InboxRecordMany: the ids
 // already recorded. A plain read, not FOR UPDATE: a locking read takes gap
 // locks on the absent ids at REPEATABLE READ, and two callers then deadlock
-// on their inserts into those gaps (15 to 120 deadlocks in a race of 180
-// transactions, against 0 to 4 with the plain read; docs/mysql.md). At
+// on their inserts into those gaps (3 to 120 deadlocks in a race of 180
+// transactions, against 0 to 5 with the plain read; docs/mysql.md). At
 // REPEATABLE READ the plain read may miss ids committed after the caller's
 // snapshot; the insert's affected count catches them.
 func (d *MySQL) InboxSelectPresent(consumer string, ids []string) Query {
