@@ -1,0 +1,325 @@
+package dialects
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// mysqlDLQWhere appends the conditions of f to conds, binding their values
+// into args, and returns both. Index: a filter on one status uses (status,
+// moved_at, id); the others are applied to the rows of (moved_at, id).
+func mysqlDLQWhere(f DLQFilter, conds []string, args []any) ([]string, []any) {
+	if len(f.Statuses) > 0 {
+		conds = append(conds, "status IN "+inList(len(f.Statuses)))
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if f.EventType != "" {
+		conds = append(conds, "event_type = ?")
+		args = append(args, f.EventType)
+	}
+	if f.Source != "" {
+		conds = append(conds, "source = ?")
+		args = append(args, string(f.Source))
+	}
+	if !f.MovedFrom.IsZero() {
+		conds = append(conds, "moved_at >= ?")
+		args = append(args, mysqlTime(f.MovedFrom))
+	}
+	if !f.MovedTo.IsZero() {
+		conds = append(conds, "moved_at < ?")
+		args = append(args, mysqlTime(f.MovedTo))
+	}
+	return conds, args
+}
+
+func statusArgs(ss []oncebox.DLQStatus) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// DLQGet implements Dialect. Index: the primary key.
+func (d *MySQL) DLQGet(id oncebox.EventID) Query {
+	return Query{SQL: "SELECT " + dlqColumns + " FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// DLQGetStatus implements Dialect. Index: the primary key.
+func (d *MySQL) DLQGetStatus(id oncebox.EventID) Query {
+	return Query{SQL: "SELECT status FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// DLQList implements Dialect: keyset pagination in (moved_at, id) order. The
+// key is spelled out as (moved_at > ? OR (moved_at = ? AND id > ?)): MySQL
+// plans a row-value comparison (moved_at, id) > (?, ?) poorly, the expanded
+// form is an index range on (moved_at, id) or (status, moved_at, id). No
+// locks: a plain read.
+func (d *MySQL) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
+	conds, args := mysqlDLQWhere(f, nil, nil)
+	if after != nil {
+		at := mysqlTime(after.MovedAt)
+		conds = append(conds, "(moved_at > ? OR (moved_at = ? AND id > ?))")
+		args = append(args, at, at, d.EncodeID(after.ID))
+	}
+	args = append(args, limit)
+	return Query{
+		SQL:  "SELECT " + dlqColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) + "\n ORDER BY moved_at, id\n LIMIT ?",
+		Args: args,
+	}
+}
+
+// DLQCount implements Dialect.
+func (d *MySQL) DLQCount(f DLQFilter) Query {
+	conds, args := mysqlDLQWhere(f, nil, nil)
+	return Query{SQL: "SELECT count(*) FROM " + d.tables.DLQ + whereClause(conds), Args: args}
+}
+
+// DLQSetStatus implements Dialect. Locks: the row lock, which waits for a
+// transfer holding the row; once that commits the row is gone and nothing
+// is changed.
+func (d *MySQL) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
+ WHERE id = ? AND status IN ` + inList(len(from)),
+		Args: append([]any{string(to), mysqlTime(now), d.EncodeID(id)}, statusArgs(from)...),
+	}
+}
+
+// DLQSetStatusMany implements Dialect.
+func (d *MySQL) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	args := append([]any{string(to), mysqlTime(now)}, d.ids(ids)...)
+	return Query{
+		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
+ WHERE id IN ` + inList(len(ids)) + ` AND status IN ` + inList(len(from)),
+		Args: append(args, statusArgs(from)...),
+	}
+}
+
+// DLQSetStatusWhere implements Dialect. Locks: row locks on every matching
+// row until the statement commits. Index: as DLQList.
+func (d *MySQL) DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query {
+	args := append([]any{string(to), mysqlTime(now)}, statusArgs(from)...)
+	conds, args := mysqlDLQWhere(f, []string{"status IN " + inList(len(from))}, args)
+	return Query{SQL: "UPDATE " + d.tables.DLQ + " SET status = ?, updated_at = ?" + whereClause(conds), Args: args}
+}
+
+// DLQDelete implements Dialect.
+func (d *MySQL) DLQDelete(id oncebox.EventID) Query {
+	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ? AND status <> 'IN_PROCESS'", Args: []any{d.EncodeID(id)}}
+}
+
+// DLQDeleteMany implements Dialect.
+func (d *MySQL) DLQDeleteMany(ids []oncebox.EventID) Query {
+	return Query{
+		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id IN " + inList(len(ids)) + " AND status <> 'IN_PROCESS'",
+		Args: d.ids(ids),
+	}
+}
+
+// DLQDeleteWhere implements Dialect. Index: as DLQList.
+func (d *MySQL) DLQDeleteWhere(f DLQFilter) Query {
+	conds, args := mysqlDLQWhere(f, []string{"status <> 'IN_PROCESS'"}, nil)
+	return Query{SQL: "DELETE FROM " + d.tables.DLQ + whereClause(conds), Args: args}
+}
+
+// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows last
+// updated before cutoff. moved_at is never after updated_at, so the
+// redundant moved_at bound lets the index (status, moved_at, id) range over
+// the old RESOLVED rows only. MySQL has no SKIP LOCKED on DELETE: a row an
+// operator is changing right now is waited for (Exec runs at READ
+// COMMITTED, where only rows still matching are waited for).
+func (d *MySQL) DLQDeleteResolved(cutoff time.Time, limit int) Query {
+	cutoff = mysqlTime(cutoff)
+	return Query{
+		SQL: "DELETE FROM " + d.tables.DLQ + ` WHERE status = 'RESOLVED' AND moved_at < ? AND updated_at < ?
+ ORDER BY moved_at, id
+ LIMIT ?`,
+		Args: []any{cutoff, cutoff, limit},
+	}
+}
+
+// DLQTransferSelect is the first statement of TransferDLQToOutbox: lock up
+// to limit TO_RETRY rows, oldest first, skipping rows a concurrent transfer
+// holds. Index: (status, moved_at, id).
+func (d *MySQL) DLQTransferSelect(limit int) Query {
+	return Query{
+		SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at\n  FROM " +
+			d.tables.DLQ + `
+ WHERE status = 'TO_RETRY'
+ ORDER BY moved_at, id
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED`,
+		Args: []any{limit},
+	}
+}
+
+// transferRow is a DLQ row read by DLQTransferSelect.
+type transferRow struct {
+	ID          oncebox.EventID
+	EventID     *oncebox.EventID
+	EventType   string
+	Topic       string
+	Key         *string
+	MessageUUID string
+	Payload     []byte
+	Metadata    []byte
+	CreatedAt   time.Time
+	MovedAt     time.Time
+}
+
+// DLQTransferInsert is the second statement of TransferDLQToOutbox: the
+// events, PENDING, retry_count 0, due now; an event id already in the
+// outbox is re-armed exactly as on PostgreSQL (content from the DLQ row,
+// PENDING, retry_count 0, due now, claim and failure cleared, created_at
+// kept). Each row's event id and metadata are computed by the caller.
+func (d *MySQL) DLQTransferInsert(rows []EventRow, now time.Time) Query {
+	now = mysqlTime(now)
+	args := make([]any, 0, len(rows)*10)
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + d.tables.Events + ` (id, event_type, topic, partition_key, message_uuid, payload,
+    metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES `)
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,'PENDING',0,?,?,?)")
+		var key any
+		if r.Key != "" {
+			key = r.Key
+		}
+		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID, nonNilBytes(r.Payload),
+			r.Metadata, now, mysqlTime(r.CreatedAt), now)
+	}
+	b.WriteString(`
+ON DUPLICATE KEY UPDATE
+    event_type = VALUES(event_type), topic = VALUES(topic), partition_key = VALUES(partition_key),
+    message_uuid = VALUES(message_uuid), payload = VALUES(payload), metadata = VALUES(metadata),
+    status = 'PENDING', retry_count = 0, next_retry_at = VALUES(next_retry_at),
+    claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL,
+    updated_at = VALUES(updated_at)`)
+	return Query{SQL: b.String(), Args: args}
+}
+
+// DLQDeleteIDs is the last statement of TransferDLQToOutbox: remove the
+// transferred rows from the DLQ.
+func (d *MySQL) DLQDeleteIDs(ids []oncebox.EventID) Query {
+	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id IN " + inList(len(ids)), Args: d.ids(ids)}
+}
+
+// TransferDLQToOutbox implements Dialect: DLQTransferSelect,
+// DLQTransferInsert and DLQDeleteIDs in one READ COMMITTED transaction, so a
+// crash leaves each row on one side and concurrent transfers take disjoint
+// rows. What PostgreSQL's statement computes is computed here: the event id
+// is the row's event_id or, for a consumed message that had none, the DLQ
+// row's own id; the metadata gets oncebox_event_id and oncebox_event_type;
+// rows sharing an event id become one event, the latest moved row winning.
+func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	moved := 0
+	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+		moved = 0
+		picked, err := d.queryTransfer(ctx, tx, limit)
+		if err != nil || len(picked) == 0 {
+			return err
+		}
+		events, err := transferEvents(picked)
+		if err != nil {
+			return err
+		}
+		if err := chunks(events, mysqlMaxBindParams/10, func(rows []EventRow) error {
+			_, err := execAffected(ctx, tx, d.DLQTransferInsert(rows, now))
+			return err
+		}); err != nil {
+			return err
+		}
+		ids := make([]oncebox.EventID, len(picked))
+		for i := range picked {
+			ids[i] = picked[i].ID
+		}
+		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, d.DLQDeleteIDs(ids))
+			moved += int(n)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+func (d *MySQL) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]transferRow, error) {
+	q := d.DLQTransferSelect(limit)
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []transferRow
+	for rows.Next() {
+		var r transferRow
+		if err := rows.Scan(&r.ID, &r.EventID, &r.EventType, &r.Topic, &r.Key, &r.MessageUUID, &r.Payload,
+			&r.Metadata, &r.CreatedAt, &r.MovedAt); err != nil {
+			return nil, mysqlHint(fmt.Errorf("scan: %w", err))
+		}
+		out = append(out, r)
+	}
+	return out, rowsErr(rows)
+}
+
+// transferEvents turns picked DLQ rows into outbox rows: one per event id,
+// from the latest moved row (moved_at, then id, descending), in the order of
+// the event ids.
+func transferEvents(picked []transferRow) ([]EventRow, error) {
+	latest := map[oncebox.EventID]*transferRow{}
+	for i := range picked {
+		r := &picked[i]
+		eid := r.ID
+		if r.EventID != nil {
+			eid = *r.EventID
+		}
+		cur, ok := latest[eid]
+		if !ok || r.MovedAt.After(cur.MovedAt) ||
+			(r.MovedAt.Equal(cur.MovedAt) && string(r.ID[:]) > string(cur.ID[:])) {
+			latest[eid] = r
+		}
+	}
+	out := make([]EventRow, 0, len(latest))
+	for eid, r := range latest {
+		meta := map[string]json.RawMessage{}
+		if len(r.Metadata) > 0 {
+			if err := json.Unmarshal(r.Metadata, &meta); err != nil {
+				return nil, fmt.Errorf("oncebox: DLQ row %s: metadata is not a JSON object: %w", r.ID, err)
+			}
+			if meta == nil {
+				meta = map[string]json.RawMessage{}
+			}
+		}
+		idText, _ := json.Marshal(eid.String())
+		typeText, _ := json.Marshal(r.EventType)
+		meta["oncebox_event_id"], meta["oncebox_event_type"] = idText, typeText
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		var key string
+		if r.Key != nil {
+			key = *r.Key
+		}
+		out = append(out, EventRow{ID: eid, EventType: r.EventType, Topic: r.Topic, Key: key,
+			MessageUUID: r.MessageUUID, Payload: r.Payload, Metadata: string(m), CreatedAt: r.CreatedAt})
+	}
+	// Event id order: concurrent transfers touch outbox rows in one order.
+	sort.Slice(out, func(i, j int) bool { return string(out[i].ID[:]) < string(out[j].ID[:]) })
+	return out, nil
+}

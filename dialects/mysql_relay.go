@@ -1,0 +1,311 @@
+package dialects
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+)
+
+// MySQL has no RETURNING and no data-modifying CTE: the operations that are
+// one statement on PostgreSQL are a locking SELECT and then UPDATE, INSERT
+// or DELETE statements on the ids it returned, in one transaction begun at
+// READ COMMITTED (readCommitted), whatever the server's default. At READ
+// COMMITTED InnoDB takes record locks only, never gap or next-key locks, so
+// claimers on the same index range do not block or deadlock each other; see
+// docs/mysql.md for what REPEATABLE READ does instead.
+
+// claimColumns is the select list of the claim, in the order of
+// ClaimedEvent.ScanTargets.
+const claimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
+
+// EventsClaimSelect is the first statement of Claim: lock up to Limit due
+// PENDING rows of the type that no other claimer holds. Index: (status,
+// event_type, next_retry_at) gives the rows in order without a sort; SKIP
+// LOCKED passes over the rows other claimers hold, never waiting.
+func (d *MySQL) EventsClaimSelect(p ClaimParams) Query {
+	return Query{
+		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
+ WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+ ORDER BY next_retry_at
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED`,
+		Args: []any{p.EventType, mysqlTime(p.Now), p.Limit},
+	}
+}
+
+// EventsClaimUpdate is the second statement of Claim: flip the locked rows
+// to IN_PROCESS with the claim's token.
+func (d *MySQL) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
+	now := mysqlTime(p.Now)
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, updated_at = ?
+ WHERE id IN ` + inList(len(ids)),
+		Args: append([]any{d.EncodeID(p.Token), now, now}, d.ids(ids)...),
+	}
+}
+
+// Claim implements Dialect: EventsClaimSelect then EventsClaimUpdate in one
+// READ COMMITTED transaction, committed before it returns.
+func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
+	var out []ClaimedEvent
+	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+		rows, err := queryClaimed(ctx, tx, d.EventsClaimSelect(p), 0)
+		if err != nil || len(rows) == 0 {
+			return mysqlHint(err)
+		}
+		err = chunks(claimedIDs(rows), mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
+			_, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, ids))
+			return err
+		})
+		out = rows
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EventsMarkProcessed marks ids PROCESSED where the claim token matches. The
+// token guards the update: a row recovered and claimed again by another
+// instance has a new token, so a late finalize of the old claim changes
+// nothing. The token stays on the row, as on PostgreSQL, which lets
+// EventsMarkedProcessed find the rows this claim marked.
+func (d *MySQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = ?
+ WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,
+		Args: append(append([]any{mysqlTime(now)}, d.ids(ids)...), d.EncodeID(token)),
+	}
+}
+
+// EventsMarkedProcessed selects which of ids are PROCESSED under token: the
+// ones EventsMarkProcessed marked, the token being unique per claim.
+func (d *MySQL) EventsMarkedProcessed(token oncebox.EventID, ids []oncebox.EventID) Query {
+	return Query{
+		SQL: "SELECT id FROM " + d.tables.Events + ` WHERE id IN ` + inList(len(ids)) +
+			` AND claim_token = ? AND status = 'PROCESSED'`,
+		Args: append(d.ids(ids), d.EncodeID(token)),
+	}
+}
+
+// MarkProcessed implements Dialect: EventsMarkProcessed, and when it
+// affected fewer rows than ids (a stale finalize), EventsMarkedProcessed to
+// find which, in one READ COMMITTED transaction.
+func (d *MySQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
+	var out []oncebox.EventID
+	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+		out = out[:0]
+		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, d.EventsMarkProcessed(token, ids, now))
+			if err != nil {
+				return err
+			}
+			if int(n) == len(ids) {
+				out = append(out, ids...)
+				return nil
+			}
+			marked, err := queryIDs(ctx, tx, d.EventsMarkedProcessed(token, ids))
+			out = append(out, marked...)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EventsMarkFailed implements Dialect: one UPDATE giving each row its own
+// status, retry count, next retry time and error through CASE id WHEN …
+// THEN … per column, under the same claim-token guard as
+// EventsMarkProcessed. The ids are written as hexadecimal literals (built
+// from their bytes, so safe in the text) rather than bound: a batch of
+// MaxBatchSize (10,000) failures then takes 3 parameters per row, 30,003 in
+// all, under the limit of 65,535, where binding the ids would take 9 per row.
+func (d *MySQL) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
+	now = mysqlTime(now)
+	args := make([]any, 0, 3*len(rows)+3)
+	var b strings.Builder
+	b.Grow(200 + len(rows)*200)
+	b.WriteString("UPDATE " + d.tables.Events + " SET")
+	column := func(name string, value func(FailedEvent) (string, any)) {
+		b.WriteString("\n    " + name + " = CASE id")
+		for _, r := range rows {
+			text, arg := value(r)
+			b.WriteString(" WHEN " + hexID(r.ID) + " THEN " + text)
+			if arg != nil {
+				args = append(args, arg)
+			}
+		}
+		b.WriteString(" ELSE " + name + " END,")
+	}
+	column("status", func(r FailedEvent) (string, any) { return "?", string(r.Status) })
+	column("retry_count", func(r FailedEvent) (string, any) { return strconv.Itoa(r.RetryCount), nil })
+	column("next_retry_at", func(r FailedEvent) (string, any) { return "?", mysqlTime(r.NextRetryAt) })
+	column("last_error", func(r FailedEvent) (string, any) { return "?", r.Error })
+	b.WriteString("\n    first_failed_at = COALESCE(first_failed_at, ?), claim_token = NULL, claimed_at = NULL, updated_at = ?")
+	b.WriteString("\n WHERE id IN (")
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(hexID(r.ID))
+	}
+	if len(rows) == 0 {
+		b.WriteString("NULL")
+	}
+	b.WriteString(") AND claim_token = ? AND status = 'IN_PROCESS'")
+	args = append(args, now, now, d.EncodeID(token))
+	return Query{SQL: b.String(), Args: args}
+}
+
+// EventsRelease implements Dialect: rows of a claim go back to PENDING as
+// they were, without counting an attempt (broker unreachable, shutdown).
+func (d *MySQL) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
+ WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,
+		Args: append(append([]any{mysqlTime(now)}, d.ids(ids)...), d.EncodeID(token)),
+	}
+}
+
+// EventsRecover implements Dialect: up to limit rows IN_PROCESS since before
+// cutoff go back to PENDING without counting an attempt, and lose their claim
+// token so that the stuck claimer's late finalize matches nothing. MySQL
+// refuses LIMIT in an IN subquery, and an UPDATE cannot SKIP LOCKED: the
+// UPDATE … ORDER BY … LIMIT ranges over (status, claimed_at). At READ
+// COMMITTED (Exec) a row a finalizer holds is read in its last committed
+// version (semi-consistent read): the UPDATE waits for it only while that
+// version is still a stuck IN_PROCESS row, and re-checks it after.
+func (d *MySQL) EventsRecover(cutoff, now time.Time, limit int) Query {
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
+ WHERE status = 'IN_PROCESS' AND claimed_at < ?
+ ORDER BY claimed_at, id
+ LIMIT ?`,
+		Args: []any{mysqlTime(now), mysqlTime(cutoff), limit},
+	}
+}
+
+// EventsMoveSelect is the first statement of MoveToDLQ: lock up to limit
+// FAILED rows, oldest first. Index: (status, updated_at).
+func (d *MySQL) EventsMoveSelect(limit int) Query {
+	return Query{
+		SQL:  "SELECT id FROM " + d.tables.Events + ` WHERE status = 'FAILED' ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+		Args: []any{limit},
+	}
+}
+
+// EventsCopyToDLQ is the second statement of MoveToDLQ: copy the locked rows
+// into the DLQ table (status MOVED, source publisher, the DLQ row's id is
+// the event id).
+func (d *MySQL) EventsCopyToDLQ(ids []oncebox.EventID, now time.Time) Query {
+	now = mysqlTime(now)
+	return Query{
+		SQL: "INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, payload, metadata,
+       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, ?, ?
+  FROM ` + d.tables.Events + `
+ WHERE id IN ` + inList(len(ids)),
+		Args: append([]any{now, now}, d.ids(ids)...),
+	}
+}
+
+// EventsDelete is the last statement of MoveToDLQ: delete the copied rows.
+func (d *MySQL) EventsDelete(ids []oncebox.EventID) Query {
+	return Query{SQL: "DELETE FROM " + d.tables.Events + " WHERE id IN " + inList(len(ids)), Args: d.ids(ids)}
+}
+
+// MoveToDLQ implements Dialect: EventsMoveSelect, EventsCopyToDLQ and
+// EventsDelete in one READ COMMITTED transaction: a crash leaves each row
+// either in the outbox or in the DLQ.
+func (d *MySQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	moved := 0
+	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+		moved = 0
+		ids, err := queryIDs(ctx, tx, d.EventsMoveSelect(limit))
+		if err != nil {
+			return err
+		}
+		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
+			if _, err := execAffected(ctx, tx, d.EventsCopyToDLQ(ids, now)); err != nil {
+				return err
+			}
+			n, err := execAffected(ctx, tx, d.EventsDelete(ids))
+			moved += int(n)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
+// updated before cutoff. Index: (status, updated_at).
+func (d *MySQL) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
+	return Query{
+		SQL: "DELETE FROM " + d.tables.Events + ` WHERE status = 'PROCESSED' AND updated_at < ?
+ ORDER BY updated_at, id
+ LIMIT ?`,
+		Args: []any{mysqlTime(cutoff), limit},
+	}
+}
+
+// LeaseInsert is the first statement of AcquireLease: the job's row, with a
+// lease that has already ended, unless it exists.
+func (d *MySQL) LeaseInsert(l Lease) Query {
+	return Query{
+		SQL:  "INSERT IGNORE INTO " + d.tables.Jobs + " (name, locked_by, locked_at, lock_until) VALUES (?, NULL, NULL, ?)",
+		Args: []any{l.Name, mysqlTime(l.LockedAt)},
+	}
+}
+
+// LeaseTake is the second statement of AcquireLease: take the lease when
+// the holder's has run out; one row affected means taken.
+func (d *MySQL) LeaseTake(l Lease) Query {
+	at := mysqlTime(l.LockedAt)
+	return Query{
+		SQL:  "UPDATE " + d.tables.Jobs + " SET locked_by = ?, locked_at = ?, lock_until = ? WHERE name = ? AND lock_until <= ?",
+		Args: []any{l.Owner, at, mysqlTime(l.Until), l.Name, at},
+	}
+}
+
+// AcquireLease implements Dialect with LeaseInsert then LeaseTake, each
+// atomic on its own: no transaction is needed.
+func (d *MySQL) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
+	if _, err := execAffected(ctx, db, d.LeaseInsert(l)); err != nil {
+		return false, err
+	}
+	n, err := execAffected(ctx, db, d.LeaseTake(l))
+	return n == 1, err
+}
+
+// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
+// l.LockedAt to end at l.Until (the at-least time, or now).
+func (d *MySQL) LeaseRelease(l Lease) Query {
+	return Query{
+		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = ? WHERE name = ? AND locked_by = ? AND locked_at = ?",
+		Args: []any{mysqlTime(l.Until), l.Name, l.Owner, mysqlTime(l.LockedAt)},
+	}
+}
+
+// Exec implements Dialect: q runs in its own READ COMMITTED transaction.
+func (d *MySQL) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error) {
+	var n int64
+	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
+		var err error
+		n, err = execAffected(ctx, tx, q)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,208 @@
+package dialects_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+func newMySQL(t *testing.T, cfg oncebox.TablesConfig) *dialects.MySQL {
+	t.Helper()
+	d, err := dialects.NewMySQL(cfg)
+	require.NoError(t, err)
+	return d
+}
+
+// renderQueries writes each query, its arguments and checks that every
+// placeholder has its argument.
+func renderQueries(t *testing.T, qs []namedQuery) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range qs {
+		require.Equal(t, strings.Count(c.q.SQL, "?"), len(c.q.Args), "%s: one argument per placeholder", c.name)
+		require.LessOrEqual(t, len(c.q.Args), 65535, "%s", c.name)
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)
+	}
+	return b.String()
+}
+
+type namedQuery struct {
+	name string
+	q    dialects.Query
+}
+
+func TestMySQLMigrationsGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
+	ms, err := d.Migrations()
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	var b strings.Builder
+	for _, q := range append(append(d.MigrationLock(), d.SchemaCreate()...), d.MigrationsTableCreate(), d.MigrationsSelect(),
+		d.MigrationsInsert(1, "0001_init.sql", time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC))) {
+		fmt.Fprintf(&b, "-- migrate\n%s;\n-- args: %v\n\n", q.SQL, q.Args)
+	}
+	for _, m := range ms {
+		require.Positive(t, m.Version)
+		for i, s := range m.Statements {
+			require.NotContains(t, s, "{{", "%s statement %d is fully rendered", m.Name, i)
+			if strings.HasPrefix(s, "CREATE TABLE") {
+				require.Contains(t, s, "IF NOT EXISTS", "re-runnable after DDL's implicit commits")
+				require.Contains(t, s, "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+			}
+			require.NotContains(t, s, "CREATE INDEX", "indexes are inline")
+			fmt.Fprintf(&b, "-- %s #%02d\n%s;\n\n", m.Name, i, s)
+		}
+	}
+	for _, q := range d.MigrationUnlock() {
+		fmt.Fprintf(&b, "-- migrate\n%s;\n-- args: %v\n\n", q.SQL, q.Args)
+	}
+	golden(t, "mysql_migrations.sql", b.String())
+}
+
+func TestMySQLFeatures(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	f := d.Features()
+	require.Equal(t, dialects.PlaceholderQuestion, f.Placeholder)
+	require.False(t, f.Returning)
+	require.Equal(t, dialects.SkipLockedSelectThenUpdate, f.SkipLocked)
+	require.Equal(t, "BINARY(16)", f.IDType)
+	require.Equal(t, dialects.InsertIgnore, f.InsertIgnore)
+	require.Equal(t, 65535, f.MaxBindParams)
+	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+	require.Empty(t, d.SchemaCreate(), "no schema, nothing to create")
+
+	id := oncebox.EventID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	enc := d.EncodeID(id)
+	require.Equal(t, id[:], enc)
+	enc.([]byte)[0] = 99
+	require.Equal(t, byte(1), id[0], "EncodeID copies")
+
+	for _, name := range []string{"mysql", "mariadb"} {
+		got, err := dialects.New(name, oncebox.TablesConfig{Schema: "svc"})
+		require.NoError(t, err)
+		require.Equal(t, "mysql", got.Name())
+		require.Equal(t, "svc.outbox_events", got.Tables().Events)
+	}
+	_, err := dialects.NewMySQL(oncebox.TablesConfig{Schema: "a.b"})
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+
+	// The inbox columns are VARBINARY(255): as wide as the longest key the
+	// middleware accepts, so INSERT IGNORE never truncates one silently.
+	require.Equal(t, 255, middleware.MaxKeyLength)
+}
+
+func TestMySQLEventsInsertGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
+	atUS := at.Truncate(time.Microsecond)
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	q := d.EventsInsert([]dialects.EventRow{
+		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+	})
+	golden(t, "mysql_events_insert.sql", q.SQL+"\n")
+	require.Equal(t, []any{
+		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", atUS,
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", atUS,
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, times are whole microseconds")
+	require.Equal(t, 16, strings.Count(q.SQL, "?"))
+
+	// The biggest batch fits the bind parameter limit.
+	rows := make([]dialects.EventRow, d.MaxRowsPerInsert())
+	big := d.EventsInsert(rows)
+	require.LessOrEqual(t, len(big.Args), 65535)
+	require.Equal(t, len(big.Args), strings.Count(big.SQL, "?"))
+}
+
+func TestMySQLRelayGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	id1, id2, token := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0xee}
+	ids := []oncebox.EventID{id1, id2}
+	p := dialects.ClaimParams{EventType: "order-created", Limit: 200, Token: token, Now: at}
+	failed := []dialects.FailedEvent{
+		{ID: id1, Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: at.Add(time.Second), Error: "boom"},
+		{ID: id2, Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "gone"},
+	}
+	lease := dialects.Lease{Name: "outbox-clean-up", Owner: "i1", LockedAt: at, Until: at.Add(time.Minute)}
+	rec := []dialects.EventRow{{ID: id1, EventType: "a", Topic: "ta", MessageUUID: "m1", Payload: []byte("p"),
+		Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at}}
+	golden(t, "mysql_relay.sql", renderQueries(t, []namedQuery{
+		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
+		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},
+		{"MarkProcessed: EventsMarkProcessed", d.EventsMarkProcessed(token, ids, at)},
+		{"MarkProcessed: EventsMarkedProcessed", d.EventsMarkedProcessed(token, ids)},
+		{"EventsMarkFailed", d.EventsMarkFailed(token, failed, at)},
+		{"EventsRelease", d.EventsRelease(token, ids, at)},
+		{"EventsRecover", d.EventsRecover(at.Add(-time.Minute), at, 1000)},
+		{"MoveToDLQ: EventsMoveSelect", d.EventsMoveSelect(1000)},
+		{"MoveToDLQ: EventsCopyToDLQ", d.EventsCopyToDLQ(ids, at)},
+		{"MoveToDLQ: EventsDelete", d.EventsDelete(ids)},
+		{"EventsDeleteProcessed", d.EventsDeleteProcessed(at, 1000)},
+		{"AcquireLease: LeaseInsert", d.LeaseInsert(lease)},
+		{"AcquireLease: LeaseTake", d.LeaseTake(lease)},
+		{"LeaseRelease", d.LeaseRelease(lease)},
+		{"InboxInsert", d.InboxInsert("ns", "k1", at)},
+		{"InboxRecordMany: InboxSelectPresent", d.InboxSelectPresent("ns", []string{"k1", "k2"})},
+		{"InboxRecordMany: InboxInsertMany", d.InboxInsertMany("ns", []string{"k1", "k2"}, at)},
+		{"InboxDeleteBefore", d.InboxDeleteBefore(at, 1000)},
+		{"DLQUpsertConsumer (event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, EventID: &id2, HandlerName: "h",
+			EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m", Payload: []byte("p"), Metadata: "{}", Error: "e", FailedAt: at})},
+		{"DLQUpsertConsumer (no event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, HandlerName: "h",
+			EventType: "a", Topic: "ta", MessageUUID: "m", Metadata: "{}", Error: "e", FailedAt: at})},
+		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
+		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},
+		{"TransferDLQToOutbox: DLQDeleteIDs", d.DLQDeleteIDs(ids)},
+		{"Backlog", d.Backlog()},
+	}))
+
+	// A batch of MaxBatchSize failures fits in one statement.
+	many := make([]dialects.FailedEvent, oncebox.MaxBatchSize)
+	for i := range many {
+		many[i] = dialects.FailedEvent{ID: oncebox.EventID{byte(i >> 8), byte(i)}, Status: oncebox.StatusPending, Error: "x"}
+	}
+	q := d.EventsMarkFailed(token, many, at)
+	require.Equal(t, 3*oncebox.MaxBatchSize+3, len(q.Args))
+	require.Equal(t, len(q.Args), strings.Count(q.SQL, "?"))
+}
+
+func TestMySQLDLQGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	full := dialects.DLQFilter{
+		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
+		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
+		MovedFrom: at.Add(-time.Hour), MovedTo: at,
+	}
+	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
+	golden(t, "mysql_dlq.sql", renderQueries(t, []namedQuery{
+		{"DLQGet", d.DLQGet(id1)},
+		{"DLQGetStatus", d.DLQGetStatus(id1)},
+		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
+		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
+		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
+		{"DLQCount (every filter)", d.DLQCount(full)},
+		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQDelete", d.DLQDelete(id1)},
+		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
+		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
+		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+	}))
+}

@@ -1,0 +1,146 @@
+-- Claim: EventsClaimSelect
+SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events
+ WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+ ORDER BY next_retry_at
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED;
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC 200]
+
+-- Claim: EventsClaimUpdate
+UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, updated_at = ?
+ WHERE id IN (?,?);
+-- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- MarkProcessed: EventsMarkProcessed
+UPDATE outbox_events SET status = 'PROCESSED', updated_at = ?
+ WHERE id IN (?,?) AND claim_token = ? AND status = 'IN_PROCESS';
+-- args: [2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- MarkProcessed: EventsMarkedProcessed
+SELECT id FROM outbox_events WHERE id IN (?,?) AND claim_token = ? AND status = 'PROCESSED';
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- EventsMarkFailed
+UPDATE outbox_events SET
+    status = CASE id WHEN X'01000000000000000000000000000000' THEN ? WHEN X'02000000000000000000000000000000' THEN ? ELSE status END,
+    retry_count = CASE id WHEN X'01000000000000000000000000000000' THEN 1 WHEN X'02000000000000000000000000000000' THEN 5 ELSE retry_count END,
+    next_retry_at = CASE id WHEN X'01000000000000000000000000000000' THEN ? WHEN X'02000000000000000000000000000000' THEN ? ELSE next_retry_at END,
+    last_error = CASE id WHEN X'01000000000000000000000000000000' THEN ? WHEN X'02000000000000000000000000000000' THEN ? ELSE last_error END,
+    first_failed_at = COALESCE(first_failed_at, ?), claim_token = NULL, claimed_at = NULL, updated_at = ?
+ WHERE id IN (X'01000000000000000000000000000000',X'02000000000000000000000000000000') AND claim_token = ? AND status = 'IN_PROCESS';
+-- args: [PENDING FAILED 2026-11-30 12:00:01 +0000 UTC 2026-11-30 12:00:00 +0000 UTC boom gone 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- EventsRelease
+UPDATE outbox_events SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
+ WHERE id IN (?,?) AND claim_token = ? AND status = 'IN_PROCESS';
+-- args: [2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- EventsRecover
+UPDATE outbox_events SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
+ WHERE status = 'IN_PROCESS' AND claimed_at < ?
+ ORDER BY claimed_at, id
+ LIMIT ?;
+-- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 11:59:00 +0000 UTC 1000]
+
+-- MoveToDLQ: EventsMoveSelect
+SELECT id FROM outbox_events WHERE status = 'FAILED' ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED;
+-- args: [1000]
+
+-- MoveToDLQ: EventsCopyToDLQ
+INSERT INTO outbox_dlq_events (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, payload, metadata,
+       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, ?, ?
+  FROM outbox_events
+ WHERE id IN (?,?);
+-- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- MoveToDLQ: EventsDelete
+DELETE FROM outbox_events WHERE id IN (?,?);
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- EventsDeleteProcessed
+DELETE FROM outbox_events WHERE status = 'PROCESSED' AND updated_at < ?
+ ORDER BY updated_at, id
+ LIMIT ?;
+-- args: [2026-11-30 12:00:00 +0000 UTC 1000]
+
+-- AcquireLease: LeaseInsert
+INSERT IGNORE INTO outbox_jobs (name, locked_by, locked_at, lock_until) VALUES (?, NULL, NULL, ?);
+-- args: [outbox-clean-up 2026-11-30 12:00:00 +0000 UTC]
+
+-- AcquireLease: LeaseTake
+UPDATE outbox_jobs SET locked_by = ?, locked_at = ?, lock_until = ? WHERE name = ? AND lock_until <= ?;
+-- args: [i1 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:01:00 +0000 UTC outbox-clean-up 2026-11-30 12:00:00 +0000 UTC]
+
+-- LeaseRelease
+UPDATE outbox_jobs SET lock_until = ? WHERE name = ? AND locked_by = ? AND locked_at = ?;
+-- args: [2026-11-30 12:01:00 +0000 UTC outbox-clean-up i1 2026-11-30 12:00:00 +0000 UTC]
+
+-- InboxInsert
+INSERT IGNORE INTO inbox_events (consumer, event_id, processed_at) VALUES (?, ?, ?);
+-- args: [ns k1 2026-11-30 12:00:00 +0000 UTC]
+
+-- InboxRecordMany: InboxSelectPresent
+SELECT event_id FROM inbox_events WHERE consumer = ? AND event_id IN (?,?);
+-- args: [ns k1 k2]
+
+-- InboxRecordMany: InboxInsertMany
+INSERT IGNORE INTO inbox_events (consumer, event_id, processed_at) VALUES (?,?,?),(?,?,?);
+-- args: [ns k1 2026-11-30 12:00:00 +0000 UTC ns k2 2026-11-30 12:00:00 +0000 UTC]
+
+-- InboxDeleteBefore
+DELETE FROM inbox_events WHERE processed_at < ?
+ ORDER BY processed_at
+ LIMIT ?;
+-- args: [2026-11-30 12:00:00 +0000 UTC 1000]
+
+-- DLQUpsertConsumer (event id)
+INSERT INTO outbox_dlq_events (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', 1, ?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE
+    retry_count = retry_count + 1, last_error = VALUES(last_error),
+    last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] h a ta k m [112] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+
+-- DLQUpsertConsumer (no event id)
+INSERT INTO outbox_dlq_events (id, event_id, source, handler_name, event_type, topic, partition_key,
+    message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
+    last_failed_at, moved_at, updated_at)
+VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', 1, ?, ?, ?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE
+    retry_count = retry_count + 1, last_error = VALUES(last_error),
+    last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] <nil> h a ta <nil> m [] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+
+-- TransferDLQToOutbox: DLQTransferSelect
+SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at
+  FROM outbox_dlq_events
+ WHERE status = 'TO_RETRY'
+ ORDER BY moved_at, id
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED;
+-- args: [1000]
+
+-- TransferDLQToOutbox: DLQTransferInsert
+INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload,
+    metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES (?,?,?,?,?,?,?,'PENDING',0,?,?,?)
+ON DUPLICATE KEY UPDATE
+    event_type = VALUES(event_type), topic = VALUES(topic), partition_key = VALUES(partition_key),
+    message_uuid = VALUES(message_uuid), payload = VALUES(payload), metadata = VALUES(metadata),
+    status = 'PENDING', retry_count = 0, next_retry_at = VALUES(next_retry_at),
+    claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL,
+    updated_at = VALUES(updated_at);
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] a ta <nil> m1 [112] {"oncebox_event_id":"x"} 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+
+-- TransferDLQToOutbox: DLQDeleteIDs
+DELETE FROM outbox_dlq_events WHERE id IN (?,?);
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+
+-- Backlog
+SELECT 'outbox', event_type, status, count(*), min(created_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS DATETIME(6)) FROM outbox_dlq_events GROUP BY source, status;
+-- args: []
+
