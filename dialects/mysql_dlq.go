@@ -2,9 +2,7 @@ package dialects
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -40,14 +38,6 @@ func mysqlDLQWhere(f DLQFilter, conds []string, args []any) ([]string, []any) {
 		args = append(args, mysqlTime(f.MovedTo))
 	}
 	return conds, args
-}
-
-func statusArgs(ss []oncebox.DLQStatus) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return out
 }
 
 // DLQGet implements Dialect. Index: the primary key.
@@ -164,20 +154,6 @@ func (d *MySQL) DLQTransferSelect(limit int) Query {
 	}
 }
 
-// transferRow is a DLQ row read by DLQTransferSelect.
-type transferRow struct {
-	ID          oncebox.EventID
-	EventID     *oncebox.EventID
-	EventType   string
-	Topic       string
-	Key         *string
-	MessageUUID string
-	Payload     []byte
-	Metadata    []byte
-	CreatedAt   time.Time
-	MovedAt     time.Time
-}
-
 // DLQTransferInsert is the second statement of TransferDLQToOutbox: the
 // events, PENDING, retry_count 0, due now; an event id already in the
 // outbox is re-armed exactly as on PostgreSQL (content from the DLQ row,
@@ -277,49 +253,3 @@ func (d *MySQL) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]tra
 	return out, rowsErr(rows)
 }
 
-// transferEvents turns picked DLQ rows into outbox rows: one per event id,
-// from the latest moved row (moved_at, then id, descending), in the order of
-// the event ids.
-func transferEvents(picked []transferRow) ([]EventRow, error) {
-	latest := map[oncebox.EventID]*transferRow{}
-	for i := range picked {
-		r := &picked[i]
-		eid := r.ID
-		if r.EventID != nil {
-			eid = *r.EventID
-		}
-		cur, ok := latest[eid]
-		if !ok || r.MovedAt.After(cur.MovedAt) ||
-			(r.MovedAt.Equal(cur.MovedAt) && string(r.ID[:]) > string(cur.ID[:])) {
-			latest[eid] = r
-		}
-	}
-	out := make([]EventRow, 0, len(latest))
-	for eid, r := range latest {
-		meta := map[string]json.RawMessage{}
-		if len(r.Metadata) > 0 {
-			if err := json.Unmarshal(r.Metadata, &meta); err != nil {
-				return nil, fmt.Errorf("oncebox: DLQ row %s: metadata is not a JSON object: %w", r.ID, err)
-			}
-			if meta == nil {
-				meta = map[string]json.RawMessage{}
-			}
-		}
-		idText, _ := json.Marshal(eid.String())
-		typeText, _ := json.Marshal(r.EventType)
-		meta["oncebox_event_id"], meta["oncebox_event_type"] = idText, typeText
-		m, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
-		}
-		var key string
-		if r.Key != nil {
-			key = *r.Key
-		}
-		out = append(out, EventRow{ID: eid, EventType: r.EventType, Topic: r.Topic, Key: key,
-			MessageUUID: r.MessageUUID, Payload: r.Payload, Metadata: string(m), CreatedAt: r.CreatedAt})
-	}
-	// Event id order: concurrent transfers touch outbox rows in one order.
-	sort.Slice(out, func(i, j int) bool { return string(out[i].ID[:]) < string(out[j].ID[:]) })
-	return out, nil
-}

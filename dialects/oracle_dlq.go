@@ -33,14 +33,6 @@ func (d *Oracle) dlqWhere(b *binder, f DLQFilter, conds []string) []string {
 	return conds
 }
 
-func statusArgs(ss []oncebox.DLQStatus) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = string(s)
-	}
-	return out
-}
-
 // DLQGet implements Dialect. handler_name reads ' ' where "" was stored
 // (publisher rows): see docs/oracle.md.
 func (d *Oracle) DLQGet(id oncebox.EventID) Query {
@@ -138,18 +130,6 @@ func (d *Oracle) DLQTransferLock() Query {
 		"\n  FROM " + d.tables.DLQ + "\n WHERE status = 'TO_RETRY'\n ORDER BY moved_at, id\n   FOR UPDATE SKIP LOCKED"}
 }
 
-// DLQTransferRow is one outbox event a transfer writes.
-type DLQTransferRow struct {
-	EventID     oncebox.EventID
-	EventType   string
-	Topic       string
-	Key         *string
-	MessageUUID string
-	Payload     []byte
-	Metadata    string
-	CreatedAt   time.Time
-}
-
 // DLQTransferRearm re-arms the outbox row of r's event id, if any, as
 // PostgreSQL's ON CONFLICT DO UPDATE does: content from the DLQ row,
 // PENDING, retry_count 0, due now, claim and failure cleared. One affected
@@ -157,21 +137,21 @@ type DLQTransferRow struct {
 // statements, not a MERGE: the payload and metadata are LOBs, whose binds
 // beyond 32 KB go-ora sends as LONG, which a MERGE's USING subquery does not
 // take.)
-func (d *Oracle) DLQTransferRearm(r DLQTransferRow, now time.Time) Query {
+func (d *Oracle) DLQTransferRearm(r EventRow, now time.Time) Query {
 	var b binder
 	return b.query("UPDATE " + d.tables.Events + " SET event_type = " + b.p(r.EventType) + ", topic = " + b.p(r.Topic) +
-		", partition_key = " + b.p(nullString(r.Key)) + ",\n       message_uuid = " + b.p(r.MessageUUID) +
+		", partition_key = " + b.p(nullable(r.Key)) + ",\n       message_uuid = " + b.p(r.MessageUUID) +
 		", payload = " + b.p(nonNilBytes(r.Payload)) + ", metadata = " + b.p(r.Metadata) +
 		",\n       status = 'PENDING', retry_count = 0, next_retry_at = " + b.t(now) +
 		",\n       claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL, updated_at = " + b.t(now) +
-		"\n WHERE id = " + b.p(d.EncodeID(r.EventID)))
+		"\n WHERE id = " + b.p(d.EncodeID(r.ID)))
 }
 
 // DLQTransferInsert inserts r into the outbox as a PENDING event due now.
-func (d *Oracle) DLQTransferInsert(r DLQTransferRow, now time.Time) Query {
+func (d *Oracle) DLQTransferInsert(r EventRow, now time.Time) Query {
 	var b binder
 	return b.query("INSERT INTO " + d.tables.Events + " (" + eventInsertColumns + ")\nVALUES (" +
-		b.p(d.EncodeID(r.EventID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(nullString(r.Key)) + ", " +
+		b.p(d.EncodeID(r.ID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(nullable(r.Key)) + ", " +
 		b.p(r.MessageUUID) + ", " + b.p(nonNilBytes(r.Payload)) + ", " + b.p(r.Metadata) + ", 'PENDING', 0, " +
 		b.t(now) + ", " + b.t(r.CreatedAt) + ", " + b.t(now) + ")")
 }
@@ -180,13 +160,6 @@ func (d *Oracle) DLQTransferInsert(r DLQTransferRow, now time.Time) Query {
 func (d *Oracle) DLQTransferDelete(ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("DELETE FROM " + d.tables.DLQ + " WHERE " + b.idIn("id", ids, d))
-}
-
-func nullString(s *string) any {
-	if s == nil {
-		return nil
-	}
-	return *s
 }
 
 // InboxInsert implements Dialect: a MERGE that inserts (consumer, id) when

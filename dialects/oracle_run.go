@@ -3,9 +3,7 @@ package dialects
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -143,20 +141,6 @@ func oracleLockIDs(ctx context.Context, tx wsql.ContextExecutor, q Query, limit 
 	return out, rowsErr(rows)
 }
 
-// dlqTransferRow is one locked TO_RETRY row.
-type dlqTransferRow struct {
-	ID          oncebox.EventID
-	EventID     *oncebox.EventID
-	EventType   string
-	Topic       string
-	Key         *string
-	MessageUUID string
-	Payload     []byte
-	Metadata    []byte
-	CreatedAt   time.Time
-	MovedAt     time.Time
-}
-
 // TransferDLQToOutbox implements Dialect: lock up to limit TO_RETRY rows
 // through the cursor, compute in Go what PostgreSQL's statement computes
 // (event id = event_id or the row's own id; metadata gains oncebox_event_id
@@ -204,16 +188,16 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 	return moved, nil
 }
 
-func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, limit int) ([]dlqTransferRow, error) {
+func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, limit int) ([]transferRow, error) {
 	q := d.DLQTransferLock()
 	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []dlqTransferRow
+	var out []transferRow
 	for len(out) < limit && rows.Next() {
-		var r dlqTransferRow
+		var r transferRow
 		if err := rows.Scan(&r.ID, &r.EventID, &r.EventType, &r.Topic, &r.Key, &r.MessageUUID,
 			&r.Payload, &r.Metadata, &r.CreatedAt, &r.MovedAt); err != nil {
 			return nil, fmt.Errorf("scan: %w", err)
@@ -221,52 +205,6 @@ func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, 
 		out = append(out, r)
 	}
 	return out, rowsErr(rows)
-}
-
-// transferEvents turns locked DLQ rows into outbox events: one per event id,
-// from the latest moved row (moved_at, then id, descending), in event id
-// order, with oncebox_event_id and oncebox_event_type set in the metadata.
-func transferEvents(rows []dlqTransferRow) ([]DLQTransferRow, error) {
-	latest := map[oncebox.EventID]dlqTransferRow{}
-	for _, r := range rows {
-		id := r.ID
-		if r.EventID != nil {
-			id = *r.EventID
-		}
-		if cur, ok := latest[id]; ok {
-			if r.MovedAt.Before(cur.MovedAt) || (r.MovedAt.Equal(cur.MovedAt) && strings.Compare(string(r.ID[:]), string(cur.ID[:])) < 0) {
-				continue
-			}
-		}
-		latest[id] = r
-	}
-	ids := make([]oncebox.EventID, 0, len(latest))
-	for id := range latest {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return string(ids[i][:]) < string(ids[j][:]) })
-	out := make([]DLQTransferRow, 0, len(ids))
-	for _, id := range ids {
-		r := latest[id]
-		meta := map[string]any{}
-		if len(r.Metadata) > 0 {
-			if err := json.Unmarshal(r.Metadata, &meta); err != nil {
-				return nil, fmt.Errorf("dlq row %s: metadata: %w", r.ID, err)
-			}
-			if meta == nil {
-				meta = map[string]any{}
-			}
-		}
-		meta["oncebox_event_id"] = id.String()
-		meta["oncebox_event_type"] = r.EventType
-		b, err := json.Marshal(meta)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, DLQTransferRow{EventID: id, EventType: r.EventType, Topic: r.Topic, Key: r.Key,
-			MessageUUID: r.MessageUUID, Payload: r.Payload, Metadata: string(b), CreatedAt: r.CreatedAt})
-	}
-	return out, nil
 }
 
 // AcquireLease implements Dialect with the one MERGE of LeaseAcquire. Two

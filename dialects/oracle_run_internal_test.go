@@ -307,11 +307,11 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 	require.Equal(t, string(want), out.String())
 }
 
-func TestOracleTransferEvents(t *testing.T) {
+func TestTransferEvents(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	e1 := oraID(1)
-	rows := []dlqTransferRow{
+	rows := []transferRow{
 		{ID: oraID(0x12), EventID: &e1, EventType: "t", Metadata: []byte(`{"v":"b"}`), MovedAt: at},
 		{ID: oraID(0x11), EventID: &e1, EventType: "t", Metadata: []byte(`{"v":"a"}`), MovedAt: at},
 		{ID: oraID(0x10), EventID: &e1, EventType: "t", Metadata: []byte(`{"v":"late"}`), MovedAt: at.Add(-time.Second)},
@@ -320,16 +320,16 @@ func TestOracleTransferEvents(t *testing.T) {
 	got, err := transferEvents(rows)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
-	require.Equal(t, e1, got[0].EventID)
+	require.Equal(t, e1, got[0].ID)
 	var m map[string]string
 	require.NoError(t, json.Unmarshal([]byte(got[0].Metadata), &m))
 	require.Equal(t, map[string]string{"v": "b", "oncebox_event_id": e1.String(), "oncebox_event_type": "t"}, m,
 		"same moved_at: the higher id wins, as ORDER BY moved_at DESC, id DESC")
-	require.Equal(t, oraID(0x20), got[1].EventID, "no event id: the DLQ row's own id")
+	require.Equal(t, oraID(0x20), got[1].ID, "no event id: the DLQ row's own id")
 	require.NoError(t, json.Unmarshal([]byte(got[1].Metadata), &m))
 	require.Equal(t, oraID(0x20).String(), m["oncebox_event_id"])
 
-	_, err = transferEvents([]dlqTransferRow{{ID: oraID(1), Metadata: []byte("not json")}})
+	_, err = transferEvents([]transferRow{{ID: oraID(1), Metadata: []byte("not json")}})
 	require.Error(t, err)
 }
 

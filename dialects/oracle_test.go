@@ -126,8 +126,7 @@ func oracleStatements(d *dialects.Oracle) []struct {
 	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
 	claim := dialects.ClaimParams{EventType: "order-created", Limit: 100, Token: tok, Now: at}
 	lease := dialects.Lease{Name: "outbox-clean-up", Owner: "host-1", LockedAt: at, Until: at.Add(time.Minute)}
-	key := "k"
-	tr := dialects.DLQTransferRow{EventID: id1, EventType: "order-created", Topic: "orders", Key: &key,
+	tr := dialects.EventRow{ID: id1, EventType: "order-created", Topic: "orders", Key: "k",
 		MessageUUID: "m1", Payload: []byte("p"), Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at.Add(-time.Hour)}
 	return []struct {
 		name string
