@@ -252,4 +252,3 @@ func (d *MySQL) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]tra
 	}
 	return out, rowsErr(rows)
 }
-

@@ -16,8 +16,8 @@ import (
 
 // No Oracle server runs these tests: they pin the generated SQL (golden
 // files), check every statement's binds, and the rules Oracle imposes that
-// a reading can miss. oracle_live_test.go runs the dialect on a server when
-// ORACLE_DSN is set.
+// a reading can miss. The conformance suite (conformance/) runs the dialect
+// on a server when ORACLE_DSN is set.
 
 func newOracle(t *testing.T, cfg oncebox.TablesConfig) *dialects.Oracle {
 	t.Helper()
