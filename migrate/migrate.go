@@ -44,8 +44,17 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 	if err != nil {
 		return fmt.Errorf("oncebox: migrate: begin: %w", err)
 	}
+	locked := false
 	defer func() {
 		if err != nil {
+			if locked {
+				// A session-level lock (MySQL's GET_LOCK, Oracle's DBMS_LOCK)
+				// outlives the rollback: release it, or the pooled connection
+				// keeps it and other instances wait for it in vain.
+				for _, q := range d.MigrationUnlock() {
+					_ = exec(context.WithoutCancel(ctx), tx, q)
+				}
+			}
 			if rbErr := tx.Rollback(); rbErr != nil {
 				err = errors.Join(err, fmt.Errorf("oncebox: migrate: rollback: %w", rbErr))
 			}
@@ -61,6 +70,7 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 			return fmt.Errorf("oncebox: migrate: take the migration lock: %w", err)
 		}
 	}
+	locked = true
 	for _, q := range d.SchemaCreate() {
 		if err := exec(ctx, tx, q); err != nil {
 			return fmt.Errorf("oncebox: migrate: create the schema: %w", err)
