@@ -131,10 +131,9 @@ func (s *suite) startPoller(t *testing.T, db wsql.Beginner, pub message.Publishe
 // recorder is a message.Publisher that records what it was given. fn, when
 // set, decides the fate of each call before it is recorded.
 type recorder struct {
-	mu   sync.Mutex
-	got  map[string][]sent // event id -> deliveries
-	fn   func(topic string, msgs []*message.Message) error
-	seen int
+	mu  sync.Mutex
+	got map[string][]sent // event id -> deliveries
+	fn  func(topic string, msgs []*message.Message) error
 }
 
 type sent struct {
@@ -155,7 +154,6 @@ func (r *recorder) Publish(topic string, msgs ...*message.Message) error {
 	for _, m := range msgs {
 		id := m.Metadata.Get(oncebox.HeaderEventID)
 		r.got[id] = append(r.got[id], sent{topic: topic, msg: m})
-		r.seen++
 	}
 	return nil
 }
