@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -812,5 +811,19 @@ func TestMySQLClaimIsolation(t *testing.T) {
 	}
 }
 
-// keep sort imported for helpers that order ids.
-var _ = sort.Strings
+func TestMySQLWithoutParseTimeTheErrorSaysSo(t *testing.T) {
+	t.Parallel()
+	tg := mysqlTarget(t)
+	e := tg.New(t)
+	insertEvents(t, e, "a", 1, liveT0)
+	cfg, err := mysql.ParseDSN(tg.DSN)
+	require.NoError(t, err)
+	cfg.ParseTime = false
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = e.Dialect.Claim(context.Background(), wsql.BeginnerFromStdSQL(db),
+		dialects.ClaimParams{EventType: "a", Limit: 1, Token: newID(t), Now: liveT0})
+	require.ErrorContains(t, err, "the MySQL DSN needs parseTime=true&loc=UTC")
+	require.Equal(t, 1, e.Count(t, e.Tables.Events, "status = 'PENDING'"), "the failed claim rolled back")
+}
