@@ -827,3 +827,30 @@ func TestMySQLWithoutParseTimeTheErrorSaysSo(t *testing.T) {
 	require.ErrorContains(t, err, "the MySQL DSN needs parseTime=true&loc=UTC")
 	require.Equal(t, 1, e.Count(t, e.Tables.Events, "status = 'PENDING'"), "the failed claim rolled back")
 }
+
+func TestMySQLLargestBatchFinalizes(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).New(t)
+	d := e.Dialect
+	ctx := context.Background()
+	insertEvents(t, e, "a", oncebox.MaxBatchSize, liveT0)
+	token := newID(t)
+	got, err := d.Claim(ctx, e.Beginner, dialects.ClaimParams{EventType: "a", Limit: oncebox.MaxBatchSize, Token: token, Now: liveT0})
+	require.NoError(t, err)
+	require.Len(t, got, oncebox.MaxBatchSize)
+	failed := make([]dialects.FailedEvent, len(got))
+	for i, ev := range got {
+		failed[i] = dialects.FailedEvent{ID: ev.ID, Status: oncebox.StatusPending, RetryCount: 1 + i%3,
+			NextRetryAt: liveT0.Add(time.Duration(i) * time.Millisecond), Error: fmt.Sprint("error ", i)}
+	}
+	start := time.Now()
+	n, err := d.Exec(ctx, e.Beginner, d.EventsMarkFailed(token, failed, liveT0))
+	require.NoError(t, err)
+	require.EqualValues(t, oncebox.MaxBatchSize, n)
+	t.Logf("EventsMarkFailed of %d rows in one statement: %s", n, time.Since(start).Round(time.Millisecond))
+	require.Equal(t, 1, e.Count(t, e.Tables.Events, "id = ? AND retry_count = 3 AND last_error = 'error 2000' AND status = 'PENDING'",
+		e.ID(got[2000].ID)), "ids[2000]: 1 + 2000%3 = 3")
+	var next time.Time
+	require.NoError(t, e.DB.QueryRow("SELECT next_retry_at FROM "+e.Tables.Events+" WHERE id = ?", e.ID(got[9999].ID)).Scan(&next))
+	require.Equal(t, liveT0.Add(9999*time.Millisecond), next)
+}
