@@ -854,3 +854,21 @@ func TestMySQLLargestBatchFinalizes(t *testing.T) {
 	require.NoError(t, e.DB.QueryRow("SELECT next_retry_at FROM "+e.Tables.Events+" WHERE id = ?", e.ID(got[9999].ID)).Scan(&next))
 	require.Equal(t, liveT0.Add(9999*time.Millisecond), next)
 }
+
+func TestMySQLMigrateCreatesTheDatabase(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).NewEmpty(t)
+	ctx := context.Background()
+	schema := "oncebox_test_created_" + strings.ReplaceAll(newID(t).String()[24:], "-", "")
+	d, err := dialects.NewMySQL(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := e.DB.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+schema)
+		require.NoError(t, err)
+	})
+	require.NoError(t, migrate.Migrate(ctx, e.Beginner, d))
+	require.NoError(t, migrate.Migrate(ctx, e.Beginner, d))
+	require.Equal(t, 1, e.Count(t, d.Tables().Migrations, ""))
+	require.Equal(t, 0, e.Count(t, d.Tables().Events, ""))
+	require.Equal(t, schema+".p_outbox_events", d.Tables().Events)
+}
