@@ -872,3 +872,88 @@ func TestMySQLMigrateCreatesTheDatabase(t *testing.T) {
 	require.Equal(t, 0, e.Count(t, d.Tables().Events, ""))
 	require.Equal(t, schema+".p_outbox_events", d.Tables().Events)
 }
+
+// switchPublisher fails every message until ok is set, then records them.
+type switchPublisher struct {
+	recordingPublisher
+	ok atomic.Bool
+}
+
+func (p *switchPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if !p.ok.Load() {
+		return errors.New("broker says no")
+	}
+	return p.recordingPublisher.Publish(topic, msgs...)
+}
+
+// TestMySQLFourPollersFailToTheDLQAndRetryFromIt runs the relay's failure
+// path on four instances at once: every send fails, each event is retried
+// once and goes FAILED, the DLQ transfer moves it (MoveToDLQ on four
+// instances), then the operator sets every DLQ row TO_RETRY and the DLQ
+// retry brings them back (TransferDLQToOutbox on four instances), and every
+// event is delivered once. No database error may be reported.
+func TestMySQLFourPollersFailToTheDLQAndRetryFromIt(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).New(t)
+	const total = 2_000
+	ids := insertEvents(t, e, "order-created", total, time.Now().UTC().Add(-time.Second))
+	pub := &switchPublisher{recordingPublisher: recordingPublisher{got: map[string]int{}}}
+	logger := newCapturingLogger()
+	hooks := &pollErrors{}
+	fast := poller.Schedule{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, Multiplier: 2}
+	one := 1
+	off := false
+	var ps []*poller.Poller
+	errc := make(chan error, 4)
+	for i := range 4 {
+		cfg := poller.Config{Dialect: e.Dialect, EventTypes: []string{"order-created"}, InstanceID: fmt.Sprint("instance-", i),
+			Hooks: hooks, DLQTransfer: fast, DLQRetry: fast, Recovery: poller.Schedule{Min: time.Second, Max: time.Second, Multiplier: 1}}
+		cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
+			MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 50
+		cfg.Oncebox.Outbox.Defaults.MaxRetries = &one
+		cfg.Oncebox.Outbox.Defaults.Backoff.Enabled = &off
+		cfg.Oncebox.Outbox.DLQ.Enabled = true
+		cfg.JobBatchSize = 100
+		p, err := poller.New(e.Beginner, pub, logger, cfg)
+		require.NoError(t, err)
+		go func() { errc <- p.Run(context.Background()) }()
+		<-p.Running()
+		ps = append(ps, p)
+	}
+	defer func() {
+		for _, p := range ps {
+			require.NoError(t, p.Close())
+		}
+		for range ps {
+			require.NoError(t, <-errc)
+		}
+	}()
+	require.Eventually(t, func() bool { return e.Count(t, e.Tables.DLQ, "status = 'MOVED' AND retry_count = 2") == total },
+		90*time.Second, 20*time.Millisecond, "every event FAILED after 2 attempts and moved to the DLQ")
+	require.Equal(t, 0, e.Count(t, e.Tables.Events, ""))
+
+	pub.ok.Store(true)
+	n := e.Exec(t, e.Dialect.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry,
+		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, time.Now().UTC()))
+	require.EqualValues(t, total, n)
+	require.Eventually(t, func() bool { return pub.delivered() == total }, 90*time.Second, 20*time.Millisecond, "every event delivered")
+	require.Eventually(t, func() bool { return e.Count(t, e.Tables.Events, "status = 'PROCESSED'") == total },
+		30*time.Second, 20*time.Millisecond)
+	require.Equal(t, 0, e.Count(t, e.Tables.DLQ, ""))
+	pub.mu.Lock()
+	for _, id := range ids {
+		require.Equal(t, 1, pub.got[id.String()], "event %s delivered once", id)
+	}
+	pub.mu.Unlock()
+	var dbErrs []string
+	for _, msg := range logger.errors() {
+		if !strings.HasPrefix(msg, "Event send failed") {
+			dbErrs = append(dbErrs, msg)
+		}
+	}
+	hooks.mu.Lock()
+	dbErrs = append(dbErrs, hooks.errs...)
+	hooks.mu.Unlock()
+	require.Empty(t, dbErrs, "no database error (deadlock, lock wait timeout) logged or reported")
+}
