@@ -187,14 +187,15 @@ ON DUPLICATE KEY UPDATE
 	return Query{SQL: b.String(), Args: args}
 }
 
-// DLQDeleteIDs is the last statement of TransferDLQToOutbox: remove the
-// transferred rows from the DLQ.
-func (d *MySQL) DLQDeleteIDs(ids []oncebox.EventID) Query {
-	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id IN " + inList(len(ids)), Args: d.ids(ids)}
+// DLQDeleteID is the last statement of TransferDLQToOutbox, once per
+// transferred row: remove it from the DLQ by primary key (one row per
+// statement: see EventsDelete).
+func (d *MySQL) DLQDeleteID(id oncebox.EventID) Query {
+	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
 // TransferDLQToOutbox implements Dialect: DLQTransferSelect,
-// DLQTransferInsert and DLQDeleteIDs in one READ COMMITTED transaction, so a
+// DLQTransferInsert and DLQDeleteID per row in one READ COMMITTED transaction, so a
 // crash leaves each row on one side and concurrent transfers take disjoint
 // rows. What PostgreSQL's statement computes is computed here: the event id
 // is the row's event_id or, for a consumed message that had none, the DLQ
@@ -222,11 +223,8 @@ func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now t
 		for i := range picked {
 			ids[i] = picked[i].ID
 		}
-		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, d.DLQDeleteIDs(ids))
-			moved += int(n)
-			return err
-		})
+		moved, err = deleteEach(ctx, tx, ids, d.DLQDeleteID)
+		return err
 	})
 	if err != nil {
 		return 0, err

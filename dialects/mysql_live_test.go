@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -812,5 +811,149 @@ func TestMySQLClaimIsolation(t *testing.T) {
 	}
 }
 
-// keep sort imported for helpers that order ids.
-var _ = sort.Strings
+func TestMySQLWithoutParseTimeTheErrorSaysSo(t *testing.T) {
+	t.Parallel()
+	tg := mysqlTarget(t)
+	e := tg.New(t)
+	insertEvents(t, e, "a", 1, liveT0)
+	cfg, err := mysql.ParseDSN(tg.DSN)
+	require.NoError(t, err)
+	cfg.ParseTime = false
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = e.Dialect.Claim(context.Background(), wsql.BeginnerFromStdSQL(db),
+		dialects.ClaimParams{EventType: "a", Limit: 1, Token: newID(t), Now: liveT0})
+	require.ErrorContains(t, err, "the MySQL DSN needs parseTime=true&loc=UTC")
+	require.Equal(t, 1, e.Count(t, e.Tables.Events, "status = 'PENDING'"), "the failed claim rolled back")
+}
+
+func TestMySQLLargestBatchFinalizes(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).New(t)
+	d := e.Dialect
+	ctx := context.Background()
+	insertEvents(t, e, "a", oncebox.MaxBatchSize, liveT0)
+	token := newID(t)
+	got, err := d.Claim(ctx, e.Beginner, dialects.ClaimParams{EventType: "a", Limit: oncebox.MaxBatchSize, Token: token, Now: liveT0})
+	require.NoError(t, err)
+	require.Len(t, got, oncebox.MaxBatchSize)
+	failed := make([]dialects.FailedEvent, len(got))
+	for i, ev := range got {
+		failed[i] = dialects.FailedEvent{ID: ev.ID, Status: oncebox.StatusPending, RetryCount: 1 + i%3,
+			NextRetryAt: liveT0.Add(time.Duration(i) * time.Millisecond), Error: fmt.Sprint("error ", i)}
+	}
+	start := time.Now()
+	n, err := d.Exec(ctx, e.Beginner, d.EventsMarkFailed(token, failed, liveT0))
+	require.NoError(t, err)
+	require.EqualValues(t, oncebox.MaxBatchSize, n)
+	t.Logf("EventsMarkFailed of %d rows in one statement: %s", n, time.Since(start).Round(time.Millisecond))
+	require.Equal(t, 1, e.Count(t, e.Tables.Events, "id = ? AND retry_count = 3 AND last_error = 'error 2000' AND status = 'PENDING'",
+		e.ID(got[2000].ID)), "ids[2000]: 1 + 2000%3 = 3")
+	var next time.Time
+	require.NoError(t, e.DB.QueryRow("SELECT next_retry_at FROM "+e.Tables.Events+" WHERE id = ?", e.ID(got[9999].ID)).Scan(&next))
+	require.Equal(t, liveT0.Add(9999*time.Millisecond), next)
+}
+
+func TestMySQLMigrateCreatesTheDatabase(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).NewEmpty(t)
+	ctx := context.Background()
+	schema := "oncebox_test_created_" + strings.ReplaceAll(newID(t).String()[24:], "-", "")
+	d, err := dialects.NewMySQL(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := e.DB.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+schema)
+		require.NoError(t, err)
+	})
+	require.NoError(t, migrate.Migrate(ctx, e.Beginner, d))
+	require.NoError(t, migrate.Migrate(ctx, e.Beginner, d))
+	require.Equal(t, 1, e.Count(t, d.Tables().Migrations, ""))
+	require.Equal(t, 0, e.Count(t, d.Tables().Events, ""))
+	require.Equal(t, schema+".p_outbox_events", d.Tables().Events)
+}
+
+// switchPublisher fails every message until ok is set, then records them.
+type switchPublisher struct {
+	recordingPublisher
+	ok atomic.Bool
+}
+
+func (p *switchPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if !p.ok.Load() {
+		return errors.New("broker says no")
+	}
+	return p.recordingPublisher.Publish(topic, msgs...)
+}
+
+// TestMySQLFourPollersFailToTheDLQAndRetryFromIt runs the relay's failure
+// path on four instances at once: every send fails, each event is retried
+// once and goes FAILED, the DLQ transfer moves it (MoveToDLQ on four
+// instances), then the operator sets every DLQ row TO_RETRY and the DLQ
+// retry brings them back (TransferDLQToOutbox on four instances), and every
+// event is delivered once. No database error may be reported.
+func TestMySQLFourPollersFailToTheDLQAndRetryFromIt(t *testing.T) {
+	t.Parallel()
+	e := mysqlTarget(t).New(t)
+	const total = 2_000
+	ids := insertEvents(t, e, "order-created", total, time.Now().UTC().Add(-time.Second))
+	pub := &switchPublisher{recordingPublisher: recordingPublisher{got: map[string]int{}}}
+	logger := newCapturingLogger()
+	hooks := &pollErrors{}
+	fast := poller.Schedule{Min: 5 * time.Millisecond, Max: 50 * time.Millisecond, Multiplier: 2}
+	one := 1
+	off := false
+	var ps []*poller.Poller
+	errc := make(chan error, 4)
+	for i := range 4 {
+		cfg := poller.Config{Dialect: e.Dialect, EventTypes: []string{"order-created"}, InstanceID: fmt.Sprint("instance-", i),
+			Hooks: hooks, DLQTransfer: fast, DLQRetry: fast, Recovery: poller.Schedule{Min: time.Second, Max: time.Second, Multiplier: 1}}
+		cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
+			MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 50
+		cfg.Oncebox.Outbox.Defaults.MaxRetries = &one
+		cfg.Oncebox.Outbox.Defaults.Backoff.Enabled = &off
+		cfg.Oncebox.Outbox.DLQ.Enabled = true
+		cfg.JobBatchSize = 100
+		p, err := poller.New(e.Beginner, pub, logger, cfg)
+		require.NoError(t, err)
+		go func() { errc <- p.Run(context.Background()) }()
+		<-p.Running()
+		ps = append(ps, p)
+	}
+	defer func() {
+		for _, p := range ps {
+			require.NoError(t, p.Close())
+		}
+		for range ps {
+			require.NoError(t, <-errc)
+		}
+	}()
+	require.Eventually(t, func() bool { return e.Count(t, e.Tables.DLQ, "status = 'MOVED' AND retry_count = 2") == total },
+		90*time.Second, 20*time.Millisecond, "every event FAILED after 2 attempts and moved to the DLQ")
+	require.Equal(t, 0, e.Count(t, e.Tables.Events, ""))
+
+	pub.ok.Store(true)
+	n := e.Exec(t, e.Dialect.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry,
+		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, time.Now().UTC()))
+	require.EqualValues(t, total, n)
+	require.Eventually(t, func() bool { return pub.delivered() == total }, 90*time.Second, 20*time.Millisecond, "every event delivered")
+	require.Eventually(t, func() bool { return e.Count(t, e.Tables.Events, "status = 'PROCESSED'") == total },
+		30*time.Second, 20*time.Millisecond)
+	require.Equal(t, 0, e.Count(t, e.Tables.DLQ, ""))
+	pub.mu.Lock()
+	for _, id := range ids {
+		require.Equal(t, 1, pub.got[id.String()], "event %s delivered once", id)
+	}
+	pub.mu.Unlock()
+	var dbErrs []string
+	for _, msg := range logger.errors() {
+		if !strings.HasPrefix(msg, "Event send failed") {
+			dbErrs = append(dbErrs, msg)
+		}
+	}
+	hooks.mu.Lock()
+	dbErrs = append(dbErrs, hooks.errs...)
+	hooks.mu.Unlock()
+	require.Empty(t, dbErrs, "no database error (deadlock, lock wait timeout) logged or reported")
+}

@@ -177,19 +177,26 @@ func (d *MySQL) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now 
 
 // EventsRecover implements Dialect: up to limit rows IN_PROCESS since before
 // cutoff go back to PENDING without counting an attempt, and lose their claim
-// token so that the stuck claimer's late finalize matches nothing. MySQL
-// refuses LIMIT in an IN subquery, and an UPDATE cannot SKIP LOCKED: the
-// UPDATE … ORDER BY … LIMIT ranges over (status, claimed_at). At READ
-// COMMITTED (Exec) a row a finalizer holds is read in its last committed
-// version (semi-consistent read): the UPDATE waits for it only while that
-// version is still a stuck IN_PROCESS row, and re-checks it after.
+// token so that the stuck claimer's late finalize matches nothing.
+//
+// MySQL refuses LIMIT in an IN subquery and has no SKIP LOCKED on UPDATE; a
+// derived table may carry both, and is materialized before the join. Locks:
+// SKIP LOCKED passes over rows a finalizing claimer is updating right now
+// (they are no longer stuck), as on PostgreSQL. A plain UPDATE … ORDER BY …
+// LIMIT deadlocked with MarkProcessed (measured): it locks the (status,
+// claimed_at) entry and then waits for the row, while the finalizer holds
+// the row and waits for the entry. Index: (status, claimed_at).
 func (d *MySQL) EventsRecover(cutoff, now time.Time, limit int) Query {
 	return Query{
-		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
- WHERE status = 'IN_PROCESS' AND claimed_at < ?
- ORDER BY claimed_at, id
- LIMIT ?`,
-		Args: []any{mysqlTime(now), mysqlTime(cutoff), limit},
+		SQL: "UPDATE " + d.tables.Events + ` AS e
+  JOIN (SELECT id FROM ` + d.tables.Events + `
+         WHERE status = 'IN_PROCESS' AND claimed_at < ?
+         ORDER BY claimed_at, id
+         LIMIT ?
+           FOR UPDATE SKIP LOCKED) AS stuck ON e.id = stuck.id
+   SET e.status = 'PENDING', e.claim_token = NULL, e.claimed_at = NULL, e.updated_at = ?
+ WHERE e.status = 'IN_PROCESS'`,
+		Args: []any{mysqlTime(cutoff), limit, mysqlTime(now)},
 	}
 }
 
@@ -219,13 +226,36 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
 	}
 }
 
-// EventsDelete is the last statement of MoveToDLQ: delete the copied rows.
-func (d *MySQL) EventsDelete(ids []oncebox.EventID) Query {
-	return Query{SQL: "DELETE FROM " + d.tables.Events + " WHERE id IN " + inList(len(ids)), Args: d.ids(ids)}
+// EventsDelete is the last statement of MoveToDLQ, once per copied row:
+// delete it by primary key.
+//
+// Locks: one row per statement, by design. A DELETE, unlike an UPDATE, locks
+// every row it reads even at READ COMMITTED, and WHERE id IN (…) is planned
+// from the table's statistics: on a table whose statistics say it is small
+// (fresh, or cleaned up) the optimizer scans the whole table or index, even
+// with FORCE INDEX (PRIMARY), and waits on the rows other instances hold.
+// Four relays moving rows at once deadlocked that way (measured,
+// TestMySQLFourPollersFailToTheDLQAndRetryFromIt); id = ? is always a
+// primary key lookup.
+func (d *MySQL) EventsDelete(id oncebox.EventID) Query {
+	return Query{SQL: "DELETE FROM " + d.tables.Events + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// deleteEach runs del for each id in tx and returns the rows deleted.
+func deleteEach(ctx context.Context, tx wsql.Tx, ids []oncebox.EventID, del func(oncebox.EventID) Query) (int, error) {
+	n := 0
+	for _, id := range ids {
+		k, err := execAffected(ctx, tx, del(id))
+		if err != nil {
+			return n, err
+		}
+		n += int(k)
+	}
+	return n, nil
 }
 
 // MoveToDLQ implements Dialect: EventsMoveSelect, EventsCopyToDLQ and
-// EventsDelete in one READ COMMITTED transaction: a crash leaves each row
+// EventsDelete per row in one READ COMMITTED transaction: a crash leaves each row
 // either in the outbox or in the DLQ.
 func (d *MySQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	moved := 0
@@ -239,8 +269,8 @@ func (d *MySQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, 
 			if _, err := execAffected(ctx, tx, d.EventsCopyToDLQ(ids, now)); err != nil {
 				return err
 			}
-			n, err := execAffected(ctx, tx, d.EventsDelete(ids))
-			moved += int(n)
+			n, err := deleteEach(ctx, tx, ids, d.EventsDelete)
+			moved += n
 			return err
 		})
 	})

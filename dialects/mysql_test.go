@@ -148,7 +148,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"EventsRecover", d.EventsRecover(at.Add(-time.Minute), at, 1000)},
 		{"MoveToDLQ: EventsMoveSelect", d.EventsMoveSelect(1000)},
 		{"MoveToDLQ: EventsCopyToDLQ", d.EventsCopyToDLQ(ids, at)},
-		{"MoveToDLQ: EventsDelete", d.EventsDelete(ids)},
+		{"MoveToDLQ: EventsDelete (per row)", d.EventsDelete(id1)},
 		{"EventsDeleteProcessed", d.EventsDeleteProcessed(at, 1000)},
 		{"AcquireLease: LeaseInsert", d.LeaseInsert(lease)},
 		{"AcquireLease: LeaseTake", d.LeaseTake(lease)},
@@ -163,7 +163,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 			EventType: "a", Topic: "ta", MessageUUID: "m", Metadata: "{}", Error: "e", FailedAt: at})},
 		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
 		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},
-		{"TransferDLQToOutbox: DLQDeleteIDs", d.DLQDeleteIDs(ids)},
+		{"TransferDLQToOutbox: DLQDeleteID (per row)", d.DLQDeleteID(id1)},
 		{"Backlog", d.Backlog()},
 	}))
 

@@ -36,11 +36,15 @@ UPDATE outbox_events SET status = 'PENDING', claim_token = NULL, claimed_at = NU
 -- args: [2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- EventsRecover
-UPDATE outbox_events SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
- WHERE status = 'IN_PROCESS' AND claimed_at < ?
- ORDER BY claimed_at, id
- LIMIT ?;
--- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 11:59:00 +0000 UTC 1000]
+UPDATE outbox_events AS e
+  JOIN (SELECT id FROM outbox_events
+         WHERE status = 'IN_PROCESS' AND claimed_at < ?
+         ORDER BY claimed_at, id
+         LIMIT ?
+           FOR UPDATE SKIP LOCKED) AS stuck ON e.id = stuck.id
+   SET e.status = 'PENDING', e.claim_token = NULL, e.claimed_at = NULL, e.updated_at = ?
+ WHERE e.status = 'IN_PROCESS';
+-- args: [2026-11-30 11:59:00 +0000 UTC 1000 2026-11-30 12:00:00 +0000 UTC]
 
 -- MoveToDLQ: EventsMoveSelect
 SELECT id FROM outbox_events WHERE status = 'FAILED' ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED;
@@ -56,9 +60,9 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
  WHERE id IN (?,?);
 -- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
--- MoveToDLQ: EventsDelete
-DELETE FROM outbox_events WHERE id IN (?,?);
--- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+-- MoveToDLQ: EventsDelete (per row)
+DELETE FROM outbox_events WHERE id = ?;
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- EventsDeleteProcessed
 DELETE FROM outbox_events WHERE status = 'PROCESSED' AND updated_at < ?
@@ -136,9 +140,9 @@ ON DUPLICATE KEY UPDATE
     updated_at = VALUES(updated_at);
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] a ta <nil> m1 [112] {"oncebox_event_id":"x"} 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
 
--- TransferDLQToOutbox: DLQDeleteIDs
-DELETE FROM outbox_dlq_events WHERE id IN (?,?);
--- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+-- TransferDLQToOutbox: DLQDeleteID (per row)
+DELETE FROM outbox_dlq_events WHERE id = ?;
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- Backlog
 SELECT 'outbox', event_type, status, count(*), min(created_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS DATETIME(6)) FROM outbox_dlq_events GROUP BY source, status;
