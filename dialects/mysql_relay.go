@@ -74,8 +74,7 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 // EventsMarkProcessed marks ids PROCESSED where the claim token matches. The
 // token guards the update: a row recovered and claimed again by another
 // instance has a new token, so a late finalize of the old claim changes
-// nothing. The token stays on the row, as on PostgreSQL, which lets
-// EventsMarkedProcessed find the rows this claim marked.
+// nothing. The token stays on the row, as on PostgreSQL.
 func (d *MySQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = ?
@@ -84,41 +83,25 @@ func (d *MySQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID
 	}
 }
 
-// EventsMarkedProcessed selects which of ids are PROCESSED under token: the
-// ones EventsMarkProcessed marked, the token being unique per claim.
-func (d *MySQL) EventsMarkedProcessed(token oncebox.EventID, ids []oncebox.EventID) Query {
+// EventsLockClaimed locks which of ids are still IN_PROCESS under token:
+// the rows a finalize of that claim may mark. MarkProcessed's slow path.
+func (d *MySQL) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
 	return Query{
 		SQL: "SELECT id FROM " + d.tables.Events + ` WHERE id IN ` + inList(len(ids)) +
-			` AND claim_token = ? AND status = 'PROCESSED'`,
+			` AND claim_token = ? AND status = 'IN_PROCESS' FOR UPDATE`,
 		Args: append(d.ids(ids), d.EncodeID(token)),
 	}
 }
 
-// MarkProcessed implements Dialect: EventsMarkProcessed, and when it
-// affected fewer rows than ids (a stale finalize), EventsMarkedProcessed to
-// find which, in one READ COMMITTED transaction.
+// MarkProcessed implements Dialect: EventsMarkProcessed in one READ
+// COMMITTED transaction; when it changed fewer rows than ids (a stale
+// finalize), that transaction is rolled back and the rows still this
+// claim's are locked (EventsLockClaimed) and marked, so that exactly the
+// ids this call marked are returned.
 func (d *MySQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
-	var out []oncebox.EventID
-	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
-		out = out[:0]
-		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, d.EventsMarkProcessed(token, ids, now))
-			if err != nil {
-				return err
-			}
-			if int(n) == len(ids) {
-				out = append(out, ids...)
-				return nil
-			}
-			marked, err := queryIDs(ctx, tx, d.EventsMarkedProcessed(token, ids))
-			out = append(out, marked...)
-			return err
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return markProcessed(ctx, db, readCommitted, mysqlMaxIDsPerStatement, ids,
+		func(ids []oncebox.EventID) Query { return d.EventsMarkProcessed(token, ids, now) },
+		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
 }
 
 // EventsMarkFailed implements Dialect: one UPDATE giving each row its own

@@ -142,7 +142,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},
 		{"MarkProcessed: EventsMarkProcessed", d.EventsMarkProcessed(token, ids, at)},
-		{"MarkProcessed: EventsMarkedProcessed", d.EventsMarkedProcessed(token, ids)},
+		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(token, ids)},
 		{"EventsMarkFailed", d.EventsMarkFailed(token, failed, at)},
 		{"EventsRelease", d.EventsRelease(token, ids, at)},
 		{"EventsRecover", d.EventsRecover(at.Add(-time.Minute), at, 1000)},

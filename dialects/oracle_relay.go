@@ -46,13 +46,12 @@ func (d *Oracle) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventI
 		" AND status = 'IN_PROCESS'")
 }
 
-// EventsMarkedProcessed selects the ids of ids that are PROCESSED under
-// token: those MarkProcessed's update marked (the token is this claim's, so
-// no other finalize could have).
-func (d *Oracle) EventsMarkedProcessed(token oncebox.EventID, ids []oncebox.EventID) Query {
+// EventsLockClaimed locks which of ids are still IN_PROCESS under token:
+// the rows a finalize of that claim may mark. MarkProcessed's slow path.
+func (d *Oracle) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("SELECT id FROM " + d.tables.Events + "\n WHERE " + b.idIn("id", ids, d) +
-		" AND claim_token = " + b.p(d.EncodeID(token)) + " AND status = 'PROCESSED'")
+		" AND claim_token = " + b.p(d.EncodeID(token)) + " AND status = 'IN_PROCESS' FOR UPDATE")
 }
 
 // EventsMarkFailed implements Dialect: one UPDATE whose new status, retry

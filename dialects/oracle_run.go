@@ -57,40 +57,15 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	return out, nil
 }
 
-// MarkProcessed implements Dialect: the guarded update; when it affected
-// fewer rows than ids, a read-back of the ids now PROCESSED under the token
-// tells which, in the same transaction.
+// MarkProcessed implements Dialect: the guarded update in one transaction;
+// when it affected fewer rows than ids (a stale finalize), that transaction
+// is rolled back and the rows still this claim's are locked
+// (EventsLockClaimed) and marked, so exactly the ids this call marked are
+// returned (markProcessed in run.go).
 func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	var out []oncebox.EventID
-	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
-		out = out[:0]
-		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, d.EventsMarkProcessed(token, part, now))
-			if err != nil {
-				return err
-			}
-			if int(n) == len(part) {
-				out = append(out, part...)
-				return nil
-			}
-			if n == 0 {
-				return nil
-			}
-			marked, err := queryIDs(ctx, tx, d.EventsMarkedProcessed(token, part))
-			if err != nil {
-				return err
-			}
-			out = append(out, marked...)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return markProcessed(ctx, db, oracleTx, oracleMaxIDsPerStatement, ids,
+		func(ids []oncebox.EventID) Query { return d.EventsMarkProcessed(token, ids, now) },
+		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
 }
 
 // MoveToDLQ implements Dialect: lock up to limit FAILED rows through the

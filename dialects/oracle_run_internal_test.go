@@ -234,9 +234,10 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		require.Equal(t, []oncebox.EventID{oraID(1), oraID(2)}, got)
 		return fmt.Sprintf("marked %v", got)
 	})
-	run("MarkProcessed: one of two marked (the other recovered meanwhile): read-back", []step{
+	run("MarkProcessed: one of two still this claim's (the other recovered meanwhile): rolled back, then lock-first", []step{
 		{n: 1},
 		{rows: [][]any{{oraB(2)}}},
+		{n: 1},
 	}, func(r *recorder) string {
 		got, err := d.MarkProcessed(ctx, r, tok, []oncebox.EventID{oraID(1), oraID(2)}, at)
 		require.NoError(t, err)

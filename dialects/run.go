@@ -151,3 +151,56 @@ func ReadCommittedTxOptions(d Dialect) *sql.TxOptions {
 	}
 	return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 }
+
+// errStaleFinalize ends the fast path of markProcessed: some ids were not
+// this claim's to mark any more.
+var errStaleFinalize = errors.New("stale finalize")
+
+// markProcessed is MarkProcessed for the dialects without RETURNING (MySQL,
+// Oracle). The fast path is one UPDATE per chunk of ids under the claim
+// token in one transaction: when it changes every row, every id was marked.
+// When it changes fewer (a stale finalize: the recovery re-armed some rows,
+// or they were finalized before), the transaction is rolled back and run
+// again lock-first: lock the rows still IN_PROCESS under the token (lock),
+// mark exactly those (update), and report them — never a row an earlier
+// finalize marked.
+func markProcessed(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, chunk int, ids []oncebox.EventID,
+	update func([]oncebox.EventID) Query, lock func([]oncebox.EventID) Query) ([]oncebox.EventID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	err := inTx(ctx, db, opts, func(tx wsql.Tx) error {
+		return chunks(ids, chunk, func(part []oncebox.EventID) error {
+			n, err := execAffected(ctx, tx, update(part))
+			if err == nil && int(n) != len(part) {
+				err = errStaleFinalize
+			}
+			return err
+		})
+	})
+	if err == nil {
+		return ids, nil
+	}
+	if !errors.Is(err, errStaleFinalize) {
+		return nil, err
+	}
+	var out []oncebox.EventID
+	err = inTx(ctx, db, opts, func(tx wsql.Tx) error {
+		out = out[:0]
+		return chunks(ids, chunk, func(part []oncebox.EventID) error {
+			locked, err := queryIDs(ctx, tx, lock(part))
+			if err != nil || len(locked) == 0 {
+				return err
+			}
+			if _, err := execAffected(ctx, tx, update(locked)); err != nil {
+				return err
+			}
+			out = append(out, locked...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -16,8 +16,8 @@ UPDATE outbox_events SET status = 'PROCESSED', updated_at = ?
  WHERE id IN (?,?) AND claim_token = ? AND status = 'IN_PROCESS';
 -- args: [2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
--- MarkProcessed: EventsMarkedProcessed
-SELECT id FROM outbox_events WHERE id IN (?,?) AND claim_token = ? AND status = 'PROCESSED';
+-- MarkProcessed (stale): EventsLockClaimed
+SELECT id FROM outbox_events WHERE id IN (?,?) AND claim_token = ? AND status = 'IN_PROCESS' FOR UPDATE;
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- EventsMarkFailed

@@ -56,18 +56,24 @@ EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC
 COMMIT
 ==> marked [01000000-0000-7000-0000-000000000000 02000000-0000-7000-0000-000000000000]
 
-==== MarkProcessed: one of two marked (the other recovered meanwhile): read-back
+==== MarkProcessed: one of two still this claim's (the other recovered meanwhile): rolled back, then lock-first
 BEGIN (default)
 EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
  WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'
    args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
    -> 1 rows affected
+ROLLBACK
+BEGIN (default)
 QUERY SELECT id FROM outbox_events
- WHERE id IN (:1, :2) AND claim_token = :3 AND status = 'PROCESSED'
+ WHERE id IN (:1, :2) AND claim_token = :3 AND status = 'IN_PROCESS' FOR UPDATE
    args: [0x01000000000070000000000000000000, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
    fetch row 1 of 1
    fetch: no more rows
    close cursor (1 of 1 rows fetched)
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2) AND claim_token = :3 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
+   -> 1 rows affected
 COMMIT
 ==> marked [02000000-0000-7000-0000-000000000000]
 
