@@ -210,23 +210,9 @@ func (h *hooks) snapshot() hooks {
 // A run that failed fails the test.
 func runs(t *testing.T, job string, hs ...*hooks) (ran, skipped, rows int) {
 	t.Helper()
-	return sumRuns(t, job, false, hs...)
-}
-
-// sumRuns is runs; with transient it only logs a failed run (rolled back,
-// retried by the job's next run) instead of failing the test.
-func sumRuns(t *testing.T, job string, transient bool, hs ...*hooks) (ran, skipped, rows int) {
-	t.Helper()
 	for _, h := range hs {
 		for _, j := range h.snapshot().jobs {
 			if j.Job != job {
-				continue
-			}
-			if transient && j.Err != nil {
-				// The batches before the failed one were committed.
-				t.Logf("TRANSIENT: a run of %s failed after %d rows and is retried by the next run: %v", job, j.Rows, j.Err)
-				ran++
-				rows += j.Rows
 				continue
 			}
 			require.NoError(t, j.Err, "job %s", job)
