@@ -10,6 +10,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	amqpwm "github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
 	kafkawm "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -124,12 +125,12 @@ func drainPollersTo(ctx context.Context, e *env, out message.Publisher, n int, s
 	if err != nil {
 		return 0, err
 	}
-	if err := insertBacklog(ctx, e.pool, d, relayEventType, n); err != nil {
+	if err := insertBacklog(ctx, wsql.BeginnerFromPgx(e.pool), d, relayEventType, n); err != nil {
 		return 0, err
 	}
 	hooks := sentHooks{sent: newCountdown(n)}
 	start := time.Now()
-	stop, err := startPollers(ctx, e.pool, out, pollerConfig(d, 0, relayEventType, s, hooks))
+	stop, err := startPollers(ctx, wsql.BeginnerFromPgx(e.pool), out, pollerConfig(d, 0, relayEventType, s, hooks))
 	if err != nil {
 		return 0, err
 	}
@@ -144,15 +145,15 @@ func drainForwarderTo(ctx context.Context, e *env, out message.Publisher, n int)
 	if _, err := e.freshSchema(ctx); err != nil {
 		return 0, err
 	}
-	if err := initForwarderSchema(e.pool); err != nil {
+	if err := initForwarderSchema(pgWM(e.pool)); err != nil {
 		return 0, err
 	}
-	if err := insertForwarderBacklog(e.pool, relayEventType, n); err != nil {
+	if err := insertForwarderBacklog(pgWM(e.pool), relayEventType, n); err != nil {
 		return 0, err
 	}
 	counted := &countingPublisher{Publisher: out, done: newCountdown(n)}
 	start := time.Now()
-	stop, err := startForwarder(ctx, e.pool, counted, forwarderTuned)
+	stop, err := startForwarder(ctx, pgWM(e.pool), counted, forwarderTuned)
 	if err != nil {
 		return 0, err
 	}

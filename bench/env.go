@@ -20,16 +20,19 @@ type env struct {
 	dsn   string
 	pool  *pgxpool.Pool
 	scale float64
+	// mariadbDSN is the MariaDB of the mariadb scenarios, which connect to
+	// it themselves.
+	mariadbDSN string
 }
 
 const benchSchema = "oncebox_bench"
 
-func newEnv(ctx context.Context, dsn string, scale float64) (*env, error) {
+func newEnv(ctx context.Context, dsn, mariadbDSN string, scale float64) (*env, error) {
 	pool, err := newPool(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &env{dsn: dsn, pool: pool, scale: scale}, nil
+	return &env{dsn: dsn, pool: pool, scale: scale, mariadbDSN: mariadbDSN}, nil
 }
 
 // poolOption adjusts a pool's configuration before it connects.

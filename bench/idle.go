@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
@@ -132,15 +133,25 @@ func agreement(counted, predicted int64, why string) string {
 }
 
 // idleOncebox runs one poller with the default configuration for one idle
-// event type through one hour of a fake clock: whenever its three
-// goroutines (the poll loop, recovery, clean-up) all wait on the clock, the
-// clock moves 250ms.
+// event type through one hour of a fake clock (idleHour) and returns the
+// statements counted by then.
 func (db *idleDB) idleOncebox(ctx context.Context, pool *pgxpool.Pool, tr *stmtCounter) (stmtCount, error) {
+	var counts stmtCount
+	err := idleHour(ctx, wsql.BeginnerFromPgx(pool), db.dialect, func() { counts = tr.snapshot() })
+	return counts, err
+}
+
+// idleHour runs one poller with the default configuration for one idle
+// event type on db through one hour of a fake clock: whenever its three
+// goroutines (the poll loop, recovery, clean-up) all wait on the clock, the
+// clock moves 250ms. atEnd runs once the polls due at the end of the hour
+// have run (or the hour failed), before the poller stops.
+func idleHour(ctx context.Context, db wsql.Beginner, d dialects.Dialect, atEnd func()) error {
 	fake := clockwork.NewFakeClockAt(time.Now())
-	stop, err := startPollers(ctx, pool, newSink(0, nil),
-		poller.Config{Dialect: db.dialect, EventTypes: []string{"idle"}, Clock: fake})
+	stop, err := startPollers(ctx, db, newSink(0, nil),
+		poller.Config{Dialect: d, EventTypes: []string{"idle"}, Clock: fake})
 	if err != nil {
-		return stmtCount{}, err
+		return err
 	}
 	begin := fake.Now()
 	var runErr error
@@ -153,34 +164,41 @@ func (db *idleDB) idleOncebox(ctx context.Context, pool *pgxpool.Pool, tr *stmtC
 		// The polls due at the end of the hour have run.
 		runErr = fake.BlockUntilContext(ctx, 3)
 	}
-	counts := tr.snapshot()
+	atEnd()
 	if runErr != nil {
 		runErr = fmt.Errorf("simulated %s of the hour: %w", fake.Since(begin), runErr)
 	}
-	return counts, errors.Join(runErr, stop())
+	return errors.Join(runErr, stop())
 }
 
 // idleForwarder runs Watermill's forwarder with its defaults on an empty
-// table and counts the statements it sends in window. The window opens half
-// a second after the forwarder is running: its start-up (which creates the
+// table and counts the statements it sends in window (forwarderWindow).
+func idleForwarder(ctx context.Context, pool *pgxpool.Pool, tr *stmtCounter, window time.Duration) (stmtCount, error) {
+	var before, after stmtCount
+	err := forwarderWindow(ctx, pgWM(pool), window, func() { before = tr.snapshot() }, func() { after = tr.snapshot() })
+	return stmtCount{all: after.all - before.all, claims: after.claims - before.claims,
+		prepared: after.prepared - before.prepared}, err
+}
+
+// forwarderWindow runs Watermill's forwarder with its defaults on w's empty
+// table, calling atOpen and atClose window apart. The window opens half a
+// second after the forwarder is running: its start-up (which creates the
 // tables if missing) and its first poll, made at once, are done by then, and
 // its later polls, a second apart, are half a second away from either end of
 // the window, so that stopping never cuts one short. A zero window is the
-// control run: start-up and first poll only.
-func idleForwarder(ctx context.Context, pool *pgxpool.Pool, tr *stmtCounter, window time.Duration) (stmtCount, error) {
-	stop, err := startForwarder(ctx, pool, newSink(0, nil), forwarderDefaults)
+// control run: start-up and first poll only. atClose runs on an error too.
+func forwarderWindow(ctx context.Context, w wmDB, window time.Duration, atOpen, atClose func()) error {
+	stop, err := startForwarder(ctx, w, newSink(0, nil), forwarderDefaults)
 	if err != nil {
-		return stmtCount{}, err
+		return err
 	}
-	var before stmtCount
 	err = sleepCtx(ctx, 500*time.Millisecond)
 	if err == nil {
-		before = tr.snapshot()
+		atOpen()
 		err = sleepCtx(ctx, window)
 	}
-	after := tr.snapshot()
-	return stmtCount{all: after.all - before.all, claims: after.claims - before.claims,
-		prepared: after.prepared - before.prepared}, errors.Join(err, stop())
+	atClose()
+	return errors.Join(err, stop())
 }
 
 // sleepCtx waits d, or until ctx ends.
@@ -260,7 +278,7 @@ func createIdleDatabase(ctx context.Context, e *env) (*idleDB, error) {
 		return nil, err
 	}
 	if db.dialect, err = freshSchemaOn(ctx, pool); err == nil {
-		err = initForwarderSchema(pool)
+		err = initForwarderSchema(pgWM(pool))
 	}
 	pool.Close()
 	if err != nil {

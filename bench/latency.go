@@ -56,7 +56,7 @@ func runLatency(ctx context.Context, e *env) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := initForwarderSchema(e.pool); err != nil {
+	if err := initForwarderSchema(pgWM(e.pool)); err != nil {
 		return nil, err
 	}
 	n := latencyRate * e.n(10, 3)
@@ -82,7 +82,7 @@ func runLatency(ctx context.Context, e *env) ([]row, error) {
 // publisher on the transaction, or oncebox's publisher on it).
 func latencyCases(e *env, d dialects.Dialect) []latencyCase {
 	writeForwarder := func(tx pgx.Tx, msg *message.Message) error {
-		pub, err := forwarderPublisher(wsql.TxFromPgx(tx))
+		pub, err := forwarderPublisher(wsql.TxFromPgx(tx), wmSchema(0))
 		if err != nil {
 			return err
 		}
@@ -97,11 +97,11 @@ func latencyCases(e *env, d dialects.Dialect) []latencyCase {
 	}
 	startPoller := func(s oncebox.EventSettings) func(context.Context, message.Publisher, *pollHooks) (func() error, error) {
 		return func(ctx context.Context, out message.Publisher, polls *pollHooks) (func() error, error) {
-			return startPollers(ctx, e.pool, out, pollerConfig(d, 0, latencyEventType, s, polls))
+			return startPollers(ctx, wsql.BeginnerFromPgx(e.pool), out, pollerConfig(d, 0, latencyEventType, s, polls))
 		}
 	}
 	startForwarderDefaults := func(ctx context.Context, out message.Publisher, _ *pollHooks) (func() error, error) {
-		return startForwarder(ctx, e.pool, out, forwarderDefaults)
+		return startForwarder(ctx, pgWM(e.pool), out, forwarderDefaults)
 	}
 	return []latencyCase{
 		{name: "watermill forwarder, defaults", baseline: true, start: startForwarderDefaults, write: writeForwarder},

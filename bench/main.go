@@ -6,6 +6,7 @@
 //	go run ./bench                          # every scenario
 //	go run ./bench -scenarios relay,idle    # some scenarios
 //	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
+//	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
 package main
 
 import (
@@ -28,6 +29,8 @@ var scenarios = []scenario{
 	{"publish", "publishing inside a business transaction vs a raw multi-row INSERT", runPublish},
 	{"relay", "relay throughput from a backlog to a no-op publisher: oncebox poller and Watermill's forwarder vs a raw SQL claim-and-mark loop", runRelay},
 	{"idle", "SQL statements and transactions per hour for one idle event type: oncebox poller (defaults, simulated hour) vs Watermill's forwarder (defaults)", runIdle},
+	{"mariadb-relay", "the relay scenario on MariaDB: the raw loop through the MySQL dialect's Claim and MarkProcessed, the oncebox poller and Watermill's forwarder over watermill-sql's MySQL adapters", runMariaDBRelay},
+	{"mariadb-idle", "the idle scenario on MariaDB: statements and transactions per hour for one idle event type, counted by a counting database/sql driver and by MariaDB's status counters", runMariaDBIdle},
 	{"latency", "commit-to-publish latency at a steady 300 events/s, one event per business transaction", runLatency},
 	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
@@ -46,15 +49,17 @@ func run() error {
 	var (
 		only    = flag.String("scenarios", "", "comma-separated scenarios to run (default: all)")
 		dsn     = flag.String("postgres", envOr("ONCEBOX_BENCH_POSTGRES_DSN", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN")
+		mariadb = flag.String("mariadb", envOr("ONCEBOX_BENCH_MARIADB_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true&loc=UTC"),
+			"MariaDB DSN (go-sql-driver/mysql) of the mariadb scenarios; they create and drop the database "+benchSchema)
 		out     = flag.String("out", "bench/results", "directory of latest.md and latest.json")
 		scale   = flag.Float64("scale", 1, "multiplies the amount of work of every scenario (0.1 for a smoke run)")
-		timeout = flag.Duration("timeout", 10*time.Minute, "overall time budget")
+		timeout = flag.Duration("timeout", 15*time.Minute, "overall time budget")
 	)
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 
-	e, err := newEnv(ctx, *dsn, *scale)
+	e, err := newEnv(ctx, *dsn, *mariadb, *scale)
 	if err != nil {
 		return err
 	}

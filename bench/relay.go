@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -20,7 +22,64 @@ const relayDeadline = 3 * time.Minute
 // relayEventType is the event type (and topic) of the relay backlogs.
 const relayEventType = "bench"
 
-// relayCase is one row of the relay scenario: drain relays a backlog of n
+// relayDB is the database the relay cases run on: PostgreSQL through pgx,
+// or MariaDB through database/sql. The cases run the same code on either.
+type relayDB struct {
+	// db is the handle of the dialect, the pollers and the backlogs.
+	db wsql.Beginner
+	// wm is where Watermill's forwarder runs.
+	wm wmDB
+	// fresh drops and re-creates the bench schema, migrated, and returns
+	// its dialect.
+	fresh func(ctx context.Context) (dialects.Dialect, error)
+	// claimAndMark is one step of the raw loop: it claims up to limit due
+	// events of relayEventType, marks them PROCESSED and returns how many
+	// it claimed.
+	claimAndMark func(ctx context.Context, d dialects.Dialect, limit int) (int, error)
+	// watch, unless nil, starts watching the server for other clients'
+	// work before a case; the function it returns stops and says what it
+	// saw, for the case's note, and whether other clients were busy enough
+	// to run the case again.
+	watch func(ctx context.Context) (stop func() watched)
+	// clock, unless nil, is told when a case's clock starts (true) and
+	// stops (false).
+	clock func(start bool)
+}
+
+// startClock starts a case's clock.
+func (r *relayDB) startClock() time.Time {
+	if r.clock != nil {
+		r.clock(true)
+	}
+	return time.Now()
+}
+
+// stopClock stops a case's clock started at start and returns the time.
+func (r *relayDB) stopClock(start time.Time) time.Duration {
+	took := time.Since(start)
+	if r.clock != nil {
+		r.clock(false)
+	}
+	return took
+}
+
+// pgRelayDB is the relay scenario's PostgreSQL: the bench pool, and a raw
+// loop of one claim statement and one mark statement sent through pgx.
+func (e *env) pgRelayDB() *relayDB {
+	return &relayDB{db: wsql.BeginnerFromPgx(e.pool), wm: pgWM(e.pool),
+		fresh: func(ctx context.Context) (dialects.Dialect, error) {
+			d, err := e.freshSchema(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return d, nil
+		},
+		claimAndMark: func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
+			return claimAndMark(ctx, e.pool, d.(*dialects.PostgreSQL), limit)
+		}}
+}
+
+// relayCase is one row of a relay scenario: drain relays a backlog of n
 // events it wrote itself and returns the time from start to the last event
 // done.
 type relayCase struct {
@@ -28,7 +87,7 @@ type relayCase struct {
 	n        int
 	baseline bool
 	note     string
-	drain    func(ctx context.Context, e *env, n int) (time.Duration, error)
+	drain    func(ctx context.Context, r *relayDB, n int) (time.Duration, error)
 }
 
 // runRelay measures how fast each relay drains a backlog of due events to a
@@ -56,7 +115,7 @@ func runRelay(ctx context.Context, e *env) ([]row, error) {
 		caseForwarderTuned
 	)
 	cases := []relayCase{
-		caseRaw: {name: "raw SQL claim-and-mark loop, 1 worker", n: n, baseline: true, drain: drainRaw,
+		caseRaw: {name: "raw SQL claim-and-mark loop, 1 worker", n: n, baseline: true, drain: drainRaw(1000),
 			note: "the limit of any relay: claim 1,000, mark PROCESSED, repeat"},
 		casePoller1: {name: "oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms", n: n, drain: drainPollers(1, tunedSettings)},
 		casePoller2: {name: "oncebox poller, 2 instances, batch 1000, min-fixed-delay 1ms", n: n, drain: drainPollers(2, tunedSettings)},
@@ -67,24 +126,80 @@ func runRelay(ctx context.Context, e *env) ([]row, error) {
 			note: "watermill-sql's defaults: 100 rows a query, 1s poll when empty; messages go through the router one at a time"},
 		caseForwarderTuned: {name: "watermill forwarder, tuned (poll 10ms, batch 1000)", n: n, drain: drainForwarder(forwarderTuned)},
 	}
-	rows := make([]row, len(cases))
-	for i, c := range cases {
-		fmt.Fprintf(stderr, "bench: relay: %s, %d events…\n", c.name, c.n)
-		cctx, cancel := context.WithTimeout(ctx, relayDeadline)
-		took, err := c.drain(cctx, e, c.n)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.name, err)
-		}
-		note := fmt.Sprintf("%d events in %.1fs", c.n, took.Seconds())
-		if c.note != "" {
-			note += "; " + c.note
-		}
-		rows[i] = row{Case: c.name, Value: float64(c.n) / took.Seconds(), Unit: "rows/s", Baseline: c.baseline, Note: note}
+	rows, err := measureRelays(ctx, "relay", e.pgRelayDB(), cases)
+	if err != nil {
+		return nil, err
 	}
-	rows = withRatios(rows)
 	rows[casePoller1].Note += "; " + relayGoals(rows[casePoller1], rows[caseForwarderTuned], rows[caseForwarderDefaults])
 	return rows, nil
+}
+
+// watched is what a relayDB's watch saw during a case: about the case
+// (stmts) and about the server's other clients (others), and whether those
+// were busy enough to run the case again (noisy).
+type watched struct {
+	stmts, others string
+	noisy         bool
+}
+
+// measureRelays drains the backlog of each case on r in turn and returns
+// one row per case, in rows per second, with ratios to the baseline case.
+// scenario prefixes the progress lines. A case whose watch found the server
+// busy with other clients runs once more, and the faster run is kept.
+func measureRelays(ctx context.Context, scenario string, r *relayDB, cases []relayCase) ([]row, error) {
+	rows := make([]row, len(cases))
+	for i, c := range cases {
+		var (
+			best    time.Duration
+			seen    watched
+			earlier []string
+		)
+		for attempt := 0; attempt < 2; attempt++ {
+			fmt.Fprintf(stderr, "bench: %s: %s, %d events…\n", scenario, c.name, c.n)
+			took, w, err := drainOnce(ctx, r, c)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", c.name, err)
+			}
+			if best == 0 || took < best {
+				if best != 0 {
+					earlier = append(earlier, fmt.Sprintf("%.0f rows/s (%s)", float64(c.n)/best.Seconds(), seen.others))
+				}
+				best, seen = took, w
+			} else {
+				earlier = append(earlier, fmt.Sprintf("%.0f rows/s (%s)", float64(c.n)/took.Seconds(), w.others))
+			}
+			if !w.noisy {
+				break
+			}
+		}
+		note := fmt.Sprintf("%d events in %.1fs", c.n, best.Seconds())
+		for _, s := range []string{c.note, seen.stmts, seen.others} {
+			if s != "" {
+				note += "; " + s
+			}
+		}
+		if len(earlier) > 0 {
+			note += "; run twice, the server being busy with other clients; the slower run: " + strings.Join(earlier, ", ")
+		}
+		rows[i] = row{Case: c.name, Value: float64(c.n) / best.Seconds(), Unit: "rows/s", Baseline: c.baseline, Note: note}
+	}
+	return withRatios(rows), nil
+}
+
+// drainOnce runs case c once on r within relayDeadline and returns its time
+// and what r's watch saw meanwhile.
+func drainOnce(ctx context.Context, r *relayDB, c relayCase) (took time.Duration, w watched, err error) {
+	ctx, cancel := context.WithTimeout(ctx, relayDeadline)
+	defer cancel()
+	var stop func() watched
+	if r.watch != nil {
+		stop = r.watch(ctx)
+	}
+	took, err = c.drain(ctx, r, c.n)
+	if stop != nil {
+		w = stop()
+	}
+	return took, w, err
 }
 
 // relayGoals says how the one-instance poller stands against the issue's
@@ -104,45 +219,48 @@ func relayGoals(poller, tuned, defaults row) string {
 	}, "; ")
 }
 
-// drainRaw is the baseline: claim with the dialect's EventsClaim (batch
-// 1,000, a new token each time), scan the ids, mark them PROCESSED, until a
-// claim comes back empty.
-func drainRaw(ctx context.Context, e *env, n int) (time.Duration, error) {
-	d, err := e.freshSchema(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if err := insertBacklog(ctx, e.pool, d, relayEventType, n); err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	total := 0
-	for {
-		k, err := claimAndMark(ctx, e, d, 1000)
+// drainRaw is the baseline: claim batch events (a new token each time) and
+// mark them PROCESSED with the database's claimAndMark, until a claim comes
+// back empty.
+func drainRaw(batch int) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+		d, err := r.fresh(ctx)
 		if err != nil {
 			return 0, err
 		}
-		if k == 0 {
-			break
+		if err := insertBacklog(ctx, r.db, d, relayEventType, n); err != nil {
+			return 0, err
 		}
-		total += k
+		start := r.startClock()
+		total := 0
+		for {
+			k, err := r.claimAndMark(ctx, d, batch)
+			if err != nil {
+				return 0, err
+			}
+			if k == 0 {
+				break
+			}
+			total += k
+		}
+		took := r.stopClock(start)
+		if total != n {
+			return 0, fmt.Errorf("raw loop processed %d events of %d", total, n)
+		}
+		return took, nil
 	}
-	took := time.Since(start)
-	if total != n {
-		return 0, fmt.Errorf("raw loop processed %d events of %d", total, n)
-	}
-	return took, nil
 }
 
-// claimAndMark claims up to limit due events and marks them PROCESSED; it
-// returns how many it claimed.
-func claimAndMark(ctx context.Context, e *env, d *dialects.PostgreSQL, limit int) (int, error) {
+// claimAndMark claims up to limit due events with the dialect's EventsClaim
+// statement and marks them PROCESSED with its EventsMarkProcessed statement,
+// both sent through pgx; it returns how many it claimed.
+func claimAndMark(ctx context.Context, pool *pgxpool.Pool, d *dialects.PostgreSQL, limit int) (int, error) {
 	token, err := oncebox.NewEventID()
 	if err != nil {
 		return 0, err
 	}
 	q := d.EventsClaim(dialects.ClaimParams{EventType: relayEventType, Limit: limit, Token: token, Now: time.Now().UTC()})
-	rows, err := e.pool.Query(ctx, q.SQL, q.Args...)
+	rows, err := pool.Query(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return 0, fmt.Errorf("claim: %w", err)
 	}
@@ -155,22 +273,52 @@ func claimAndMark(ctx context.Context, e *env, d *dialects.PostgreSQL, limit int
 		return 0, err
 	}
 	m := d.EventsMarkProcessed(token, ids, time.Now().UTC())
-	if _, err := e.pool.Exec(ctx, m.SQL, m.Args...); err != nil {
+	if _, err := pool.Exec(ctx, m.SQL, m.Args...); err != nil {
 		return 0, fmt.Errorf("mark processed: %w", err)
 	}
 	return len(ids), nil
 }
 
-// drainPollers runs instances oncebox pollers with settings s on one table
-// until the Sent hook has counted every event, then checks that every row is
-// PROCESSED and that the publisher got each event once.
-func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Context, e *env, n int) (time.Duration, error) {
-	return func(ctx context.Context, e *env, n int) (time.Duration, error) {
-		d, err := e.freshSchema(ctx)
+// dialectClaimAndMark is the raw loop's step through the dialect: Claim, then
+// MarkProcessed of every id claimed, on db. On MySQL the claim is its own
+// READ COMMITTED transaction (SELECT … FOR UPDATE SKIP LOCKED, UPDATE) and
+// so is the mark.
+func dialectClaimAndMark(db wsql.Beginner) func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
+	return func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
+		token, err := oncebox.NewEventID()
 		if err != nil {
 			return 0, err
 		}
-		if err := insertBacklog(ctx, e.pool, d, relayEventType, n); err != nil {
+		claimed, err := d.Claim(ctx, db, dialects.ClaimParams{EventType: relayEventType, Limit: limit, Token: token,
+			Now: time.Now().UTC()})
+		if err != nil || len(claimed) == 0 {
+			return 0, err
+		}
+		ids := make([]oncebox.EventID, len(claimed))
+		for i := range claimed {
+			ids[i] = claimed[i].ID
+		}
+		marked, err := d.MarkProcessed(ctx, db, token, ids, time.Now().UTC())
+		if err != nil {
+			return 0, fmt.Errorf("mark processed: %w", err)
+		}
+		if len(marked) != len(ids) {
+			return 0, fmt.Errorf("claimed %d events, marked %d", len(ids), len(marked))
+		}
+		return len(ids), nil
+	}
+}
+
+// drainPollers runs instances oncebox pollers with settings s on one table
+// until the Sent hook has counted every event, then checks that every row is
+// PROCESSED and that the publisher got each event once.
+func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+		d, err := r.fresh(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := insertBacklog(ctx, r.db, d, relayEventType, n); err != nil {
 			return 0, err
 		}
 		out := newSink(n, nil)
@@ -179,17 +327,17 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 		for i := range configs {
 			configs[i] = pollerConfig(d, i, relayEventType, s, hooks)
 		}
-		start := time.Now()
-		stop, err := startPollers(ctx, e.pool, out, configs...)
+		start := r.startClock()
+		stop, err := startPollers(ctx, r.db, out, configs...)
 		if err != nil {
 			return 0, err
 		}
 		waitErr := hooks.sent.wait(ctx, "events sent")
-		took := time.Since(start)
+		took := r.stopClock(start)
 		if err := errors.Join(waitErr, stop()); err != nil {
 			return 0, err
 		}
-		processed, err := countStatus(ctx, e.pool, d, oncebox.StatusProcessed)
+		processed, err := countStatus(ctx, r.db, d, oncebox.StatusProcessed)
 		if err != nil {
 			return 0, err
 		}
@@ -203,25 +351,25 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 // drainForwarder writes the backlog through forwarder.NewPublisher, then
 // runs Watermill's forwarder with opts until the no-op publisher has every
 // message.
-func drainForwarder(opts forwarderOptions) func(ctx context.Context, e *env, n int) (time.Duration, error) {
-	return func(ctx context.Context, e *env, n int) (time.Duration, error) {
-		if _, err := e.freshSchema(ctx); err != nil {
+func drainForwarder(opts forwarderOptions) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+		if _, err := r.fresh(ctx); err != nil {
 			return 0, err
 		}
-		if err := initForwarderSchema(e.pool); err != nil {
+		if err := initForwarderSchema(r.wm); err != nil {
 			return 0, err
 		}
-		if err := insertForwarderBacklog(e.pool, relayEventType, n); err != nil {
+		if err := insertForwarderBacklog(r.wm, relayEventType, n); err != nil {
 			return 0, err
 		}
 		out := newSink(n, nil)
-		start := time.Now()
-		stop, err := startForwarder(ctx, e.pool, out, opts)
+		start := r.startClock()
+		stop, err := startForwarder(ctx, r.wm, out, opts)
 		if err != nil {
 			return 0, err
 		}
 		waitErr := out.wait(ctx, "messages forwarded")
-		took := time.Since(start)
+		took := r.stopClock(start)
 		if err := errors.Join(waitErr, stop()); err != nil {
 			return 0, err
 		}

@@ -45,16 +45,18 @@ func newEventRows(n int, eventType string, at time.Time) ([]dialects.EventRow, e
 }
 
 // insertBacklog writes n events of eventType, created a second ago so that
-// they are due, in INSERTs of backlogChunk rows.
-func insertBacklog(ctx context.Context, pool *pgxpool.Pool, d dialects.Dialect, eventType string, n int) error {
+// they are due, in INSERTs of backlogChunk rows (fewer where the dialect
+// takes fewer in one statement).
+func insertBacklog(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect, eventType string, n int) error {
 	at := time.Now().UTC().Add(-time.Second)
+	chunk := min(backlogChunk, d.MaxRowsPerInsert())
 	for done := 0; done < n; {
-		rows, err := newEventRows(min(backlogChunk, n-done), eventType, at)
+		rows, err := newEventRows(min(chunk, n-done), eventType, at)
 		if err != nil {
 			return err
 		}
 		q := d.EventsInsert(rows)
-		if _, err := pool.Exec(ctx, q.SQL, q.Args...); err != nil {
+		if _, err := db.ExecContext(ctx, q.SQL, q.Args...); err != nil {
 			return fmt.Errorf("insert backlog: %w", err)
 		}
 		done += len(rows)
@@ -63,10 +65,18 @@ func insertBacklog(ctx context.Context, pool *pgxpool.Pool, d dialects.Dialect, 
 }
 
 // countStatus returns the number of outbox rows in status.
-func countStatus(ctx context.Context, pool *pgxpool.Pool, d dialects.Dialect, status oncebox.Status) (int, error) {
+func countStatus(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect, status oncebox.Status) (int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT count(*) FROM "+d.Tables().Events+" WHERE status = "+
+		d.Features().Placeholder.Format(1), string(status))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
 	var n int
-	err := pool.QueryRow(ctx, "SELECT count(*) FROM "+d.Tables().Events+" WHERE status = $1", string(status)).Scan(&n)
-	return n, err
+	if !rows.Next() {
+		return 0, errors.New("count: no row")
+	}
+	return n, rows.Scan(&n)
 }
 
 // Event settings of the oncebox cases.
@@ -87,10 +97,10 @@ func pollerConfig(d dialects.Dialect, instance int, eventType string, s oncebox.
 		Hooks: hooks, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Defaults: s}}}
 }
 
-// startPollers runs one poller per configuration on pool, publishing to out,
+// startPollers runs one poller per configuration on db, publishing to out,
 // and returns once each is running. stop closes them and returns what their
 // Run returned.
-func startPollers(ctx context.Context, pool *pgxpool.Pool, out message.Publisher, configs ...poller.Config) (stop func() error, err error) {
+func startPollers(ctx context.Context, db wsql.Beginner, out message.Publisher, configs ...poller.Config) (stop func() error, err error) {
 	var started []*poller.Poller
 	errc := make(chan error, len(configs))
 	stop = func() error {
@@ -104,7 +114,7 @@ func startPollers(ctx context.Context, pool *pgxpool.Pool, out message.Publisher
 		return errors.Join(errs...)
 	}
 	for _, cfg := range configs {
-		p, err := poller.New(wsql.BeginnerFromPgx(pool), out, watermill.NopLogger{}, cfg)
+		p, err := poller.New(db, out, watermill.NopLogger{}, cfg)
 		if err != nil {
 			return nil, errors.Join(err, stop())
 		}
@@ -134,8 +144,23 @@ var (
 // writes envelopes to and its subscriber reads: the forwarder's default.
 const forwarderTopic = "forwarder_topic"
 
+// wmDB is where Watermill's forwarder runs: a database and watermill-sql's
+// schema and offsets adapters for it, with the tables in the bench schema so
+// that dropping the schema removes them too.
+type wmDB struct {
+	db      wsql.Beginner
+	schema  func(batch int) wsql.SchemaAdapter // batch: SubscribeBatchSize, 0 for the default
+	offsets wsql.OffsetsAdapter
+}
+
+// pgWM is watermill-sql's PostgreSQL adapters over pool.
+func pgWM(pool *pgxpool.Pool) wmDB {
+	return wmDB{db: wsql.BeginnerFromPgx(pool),
+		schema: func(batch int) wsql.SchemaAdapter { return wmSchema(batch) }, offsets: wmOffsets()}
+}
+
 // wmSchema is watermill-sql's PostgreSQL schema adapter with its tables in
-// the bench schema, so that dropping the schema removes them too.
+// the bench schema.
 func wmSchema(batch int) wsql.DefaultPostgreSQLSchema {
 	return wsql.DefaultPostgreSQLSchema{
 		SubscribeBatchSize:        batch,
@@ -153,20 +178,20 @@ func wmOffsets() wsql.DefaultPostgreSQLOffsetsAdapter {
 }
 
 // newForwarderSubscriber is the forwarder's input: watermill-sql's
-// subscriber over pool with opts.
-func newForwarderSubscriber(pool *pgxpool.Pool, opts forwarderOptions) (*wsql.Subscriber, error) {
-	return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), wsql.SubscriberConfig{
-		SchemaAdapter:    wmSchema(opts.batch),
-		OffsetsAdapter:   wmOffsets(),
+// subscriber on w with opts.
+func newForwarderSubscriber(w wmDB, opts forwarderOptions) (*wsql.Subscriber, error) {
+	return wsql.NewSubscriber(w.db, wsql.SubscriberConfig{
+		SchemaAdapter:    w.schema(opts.batch),
+		OffsetsAdapter:   w.offsets,
 		PollInterval:     opts.pollInterval,
 		InitializeSchema: true,
 	}, watermill.NopLogger{})
 }
 
 // initForwarderSchema creates watermill-sql's tables of the forwarder's topic
-// in the bench schema of pool's database.
-func initForwarderSchema(pool *pgxpool.Pool) error {
-	sub, err := newForwarderSubscriber(pool, forwarderDefaults)
+// in the bench schema of w's database.
+func initForwarderSchema(w wmDB) error {
+	sub, err := newForwarderSubscriber(w, forwarderDefaults)
 	if err != nil {
 		return err
 	}
@@ -175,10 +200,10 @@ func initForwarderSchema(pool *pgxpool.Pool) error {
 }
 
 // forwarderPublisher is how an application writes through the forwarder:
-// forwarder.NewPublisher over watermill-sql's publisher on db (a
-// transaction, or the pool for a backlog). The schema must exist.
-func forwarderPublisher(db wsql.ContextExecutor) (message.Publisher, error) {
-	pub, err := wsql.NewPublisher(db, wsql.PublisherConfig{SchemaAdapter: wmSchema(0)}, watermill.NopLogger{})
+// forwarder.NewPublisher over watermill-sql's publisher with schema on db (a
+// transaction, or the database for a backlog). The tables must exist.
+func forwarderPublisher(db wsql.ContextExecutor, schema wsql.SchemaAdapter) (message.Publisher, error) {
+	pub, err := wsql.NewPublisher(db, wsql.PublisherConfig{SchemaAdapter: schema}, watermill.NopLogger{})
 	if err != nil {
 		return nil, err
 	}
@@ -186,9 +211,9 @@ func forwarderPublisher(db wsql.ContextExecutor) (message.Publisher, error) {
 }
 
 // insertForwarderBacklog writes n messages through the forwarder's publisher
-// on pool, 1,000 per Publish (one INSERT, one transaction each).
-func insertForwarderBacklog(pool *pgxpool.Pool, eventType string, n int) error {
-	pub, err := forwarderPublisher(wsql.BeginnerFromPgx(pool))
+// on w, 1,000 per Publish (one INSERT, one transaction each).
+func insertForwarderBacklog(w wmDB, eventType string, n int) error {
+	pub, err := forwarderPublisher(w.db, w.schema(0))
 	if err != nil {
 		return err
 	}
@@ -206,11 +231,11 @@ func insertForwarderBacklog(pool *pgxpool.Pool, eventType string, n int) error {
 	return nil
 }
 
-// startForwarder runs Watermill's forwarder from the bench schema of pool's
+// startForwarder runs Watermill's forwarder from the bench schema of w's
 // database to out and returns once it is running. stop closes it and returns
 // what Run returned.
-func startForwarder(ctx context.Context, pool *pgxpool.Pool, out message.Publisher, opts forwarderOptions) (stop func() error, err error) {
-	sub, err := newForwarderSubscriber(pool, opts)
+func startForwarder(ctx context.Context, w wmDB, out message.Publisher, opts forwarderOptions) (stop func() error, err error) {
+	sub, err := newForwarderSubscriber(w, opts)
 	if err != nil {
 		return nil, err
 	}
