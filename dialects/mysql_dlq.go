@@ -194,7 +194,13 @@ func (d *MySQL) DLQDeleteID(id oncebox.EventID) Query {
 	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
-// TransferDLQToOutbox implements Dialect: DLQTransferSelect,
+// DLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// idle TransferDLQToOutbox run stops there. Index: (status, moved_at, id).
+func (d *MySQL) DLQToRetryProbe() Query {
+	return Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' LIMIT 1"}
+}
+
+// TransferDLQToOutbox implements Dialect: DLQToRetryProbe, then DLQTransferSelect,
 // DLQTransferInsert and DLQDeleteID per row in one READ COMMITTED transaction, so a
 // crash leaves each row on one side and concurrent transfers take disjoint
 // rows. What PostgreSQL's statement computes is computed here: the event id
@@ -202,6 +208,9 @@ func (d *MySQL) DLQDeleteID(id oncebox.EventID) Query {
 // row's own id; the metadata gets oncebox_event_id and oncebox_event_type;
 // rows sharing an event id become one event, the latest moved row winning.
 func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	if found, err := exists(ctx, db, d.DLQToRetryProbe()); err != nil || !found {
+		return 0, err
+	}
 	moved := 0
 	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
 		moved = 0

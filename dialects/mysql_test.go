@@ -139,6 +139,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 	rec := []dialects.EventRow{{ID: id1, EventType: "a", Topic: "ta", MessageUUID: "m1", Payload: []byte("p"),
 		Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at}}
 	golden(t, "mysql_relay.sql", renderQueries(t, []namedQuery{
+		{"Claim: EventsClaimProbe", d.EventsClaimProbe(p)},
 		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},
 		{"MarkProcessed: EventsMarkProcessed", d.EventsMarkProcessed(token, ids, at)},
@@ -146,6 +147,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"EventsMarkFailed", d.EventsMarkFailed(token, failed, at)},
 		{"EventsRelease", d.EventsRelease(token, ids, at)},
 		{"EventsRecover", d.EventsRecover(at.Add(-time.Minute), at, 1000)},
+		{"MoveToDLQ: EventsFailedProbe", d.EventsFailedProbe()},
 		{"MoveToDLQ: EventsMoveSelect", d.EventsMoveSelect(1000)},
 		{"MoveToDLQ: EventsCopyToDLQ", d.EventsCopyToDLQ(ids, at)},
 		{"MoveToDLQ: EventsDelete (per row)", d.EventsDelete(id1)},
@@ -161,6 +163,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 			EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m", Payload: []byte("p"), Metadata: "{}", Error: "e", FailedAt: at})},
 		{"DLQUpsertConsumer (no event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, HandlerName: "h",
 			EventType: "a", Topic: "ta", MessageUUID: "m", Metadata: "{}", Error: "e", FailedAt: at})},
+		{"TransferDLQToOutbox: DLQToRetryProbe", d.DLQToRetryProbe()},
 		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
 		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},
 		{"TransferDLQToOutbox: DLQDeleteID (per row)", d.DLQDeleteID(id1)},

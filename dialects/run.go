@@ -204,3 +204,15 @@ func markProcessed(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, c
 	}
 	return out, nil
 }
+
+// exists runs q, a plain read, and reports whether it returned a row: the
+// probe that spares an idle job or poll its locking transaction.
+func exists(ctx context.Context, db wsql.ContextExecutor, q Query) (bool, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	found := rows.Next()
+	return found, rowsErr(rows)
+}

@@ -1,3 +1,7 @@
+-- Claim: EventsClaimProbe
+SELECT 1 FROM outbox_events WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ? LIMIT 1;
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC]
+
 -- Claim: EventsClaimSelect
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events
  WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
@@ -45,6 +49,10 @@ UPDATE outbox_events AS e
    SET e.status = 'PENDING', e.claim_token = NULL, e.claimed_at = NULL, e.updated_at = ?
  WHERE e.status = 'IN_PROCESS';
 -- args: [2026-11-30 11:59:00 +0000 UTC 1000 2026-11-30 12:00:00 +0000 UTC]
+
+-- MoveToDLQ: EventsFailedProbe
+SELECT 1 FROM outbox_events WHERE status = 'FAILED' LIMIT 1;
+-- args: []
 
 -- MoveToDLQ: EventsMoveSelect
 SELECT id FROM outbox_events WHERE status = 'FAILED' ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED;
@@ -119,6 +127,10 @@ ON DUPLICATE KEY UPDATE
     retry_count = retry_count + 1, last_error = VALUES(last_error),
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] <nil> h a ta <nil> m [] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+
+-- TransferDLQToOutbox: DLQToRetryProbe
+SELECT 1 FROM outbox_dlq_events WHERE status = 'TO_RETRY' LIMIT 1;
+-- args: []
 
 -- TransferDLQToOutbox: DLQTransferSelect
 SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at
