@@ -1,14 +1,8 @@
 package dialects
 
 import (
-	"bytes"
-	"fmt"
-	"io/fs"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 	"unicode/utf8"
 
@@ -190,34 +184,7 @@ func (b *binder) query(sql string) Query { return Query{SQL: sql, Args: b.args} 
 // "/" (splitOracleScript), not by splitStatements: each statement is a
 // PL/SQL block with semicolons at the end of inner lines.
 func (d *Oracle) Migrations() ([]Migration, error) {
-	const dir = "migrations/oracle"
-	entries, err := fs.ReadDir(migrationsFS, dir)
-	if err != nil {
-		return nil, fmt.Errorf("dialects: read migrations %s: %w", dir, err)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	var out []Migration
-	for i, e := range entries {
-		name := e.Name()
-		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
-		if err != nil || version != i+1 {
-			return nil, fmt.Errorf("dialects: migration %s/%s: want version %d in its name", dir, name, i+1)
-		}
-		raw, err := migrationsFS.ReadFile(path.Join(dir, name))
-		if err != nil {
-			return nil, err
-		}
-		tmpl, err := template.New(name).Option("missingkey=error").Parse(string(raw))
-		if err != nil {
-			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
-		}
-		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, d.templateData()); err != nil {
-			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
-		}
-		out = append(out, Migration{Version: version, Name: name, Statements: splitOracleScript(buf.String())})
-	}
-	return out, nil
+	return renderMigrationsWith("migrations/oracle", d.templateData(), splitOracleScript)
 }
 
 // oracleTemplateData is what the Oracle migrations are rendered with: the

@@ -189,6 +189,12 @@ func nonNilBytes(b []byte) []byte {
 // renderMigrations reads the numbered .sql files of dir, renders them with
 // the table names and splits them into statements.
 func renderMigrations(dir string, t Tables) ([]Migration, error) {
+	return renderMigrationsWith(dir, t, splitStatements)
+}
+
+// renderMigrationsWith is renderMigrations with the template's data and the
+// script's splitter given.
+func renderMigrationsWith(dir string, data any, split func(string) []string) ([]Migration, error) {
 	entries, err := fs.ReadDir(migrationsFS, dir)
 	if err != nil {
 		return nil, fmt.Errorf("dialects: read migrations %s: %w", dir, err)
@@ -210,10 +216,10 @@ func renderMigrations(dir string, t Tables) ([]Migration, error) {
 			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
 		}
 		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, t); err != nil {
+		if err := tmpl.Execute(&buf, data); err != nil {
 			return nil, fmt.Errorf("dialects: migration %s: %w", name, err)
 		}
-		out = append(out, Migration{Version: version, Name: name, Statements: splitStatements(buf.String())})
+		out = append(out, Migration{Version: version, Name: name, Statements: split(buf.String())})
 	}
 	return out, nil
 }
