@@ -94,11 +94,11 @@ func TestLostFinalizeIsRecoveredAndResent(t *testing.T) {
 		s.startPoller(t, db, rec, cfg)
 
 		require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
-		eventually(t, "the poll reported", func() bool { return len(h.snapshot().polls) > 0 })
+		eventually(t, "the poll reported", func() bool { return len(h.Snapshot().Polls) > 0 })
 		require.Equal(t, 4, rec.delivered())
 		require.Equal(t, 4, s.status(t, "IN_PROCESS"), "the finalize was lost")
 		var pollErr error
-		for _, pi := range h.snapshot().polls {
+		for _, pi := range h.Snapshot().Polls {
 			pollErr = errors.Join(pollErr, pi.Err)
 		}
 		require.ErrorIs(t, pollErr, errInjected)

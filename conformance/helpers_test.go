@@ -21,6 +21,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -175,43 +176,14 @@ func (r *recorder) of(id oncebox.EventID) []sent {
 }
 
 // hooks records what a poller reports.
-type hooks struct {
-	poller.NopHooks
-	mu          sync.Mutex
-	polls       []poller.PollInfo
-	failures    []poller.Failure
-	unavailable int
-	stale       [][2]int
-	jobs        []poller.JobInfo
-}
-
-func (h *hooks) PollDone(i poller.PollInfo) { h.mu.Lock(); h.polls = append(h.polls, i); h.mu.Unlock() }
-func (h *hooks) SendFailed(_ string, f []poller.Failure) {
-	h.mu.Lock()
-	h.failures = append(h.failures, f...)
-	h.mu.Unlock()
-}
-func (h *hooks) BrokerUnavailable(string, int, error) { h.mu.Lock(); h.unavailable++; h.mu.Unlock() }
-func (h *hooks) StaleFinalize(_ string, want, got int) {
-	h.mu.Lock()
-	h.stale = append(h.stale, [2]int{want, got})
-	h.mu.Unlock()
-}
-func (h *hooks) JobDone(j poller.JobInfo) { h.mu.Lock(); h.jobs = append(h.jobs, j); h.mu.Unlock() }
-
-func (h *hooks) snapshot() hooks {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return hooks{polls: append([]poller.PollInfo(nil), h.polls...), failures: append([]poller.Failure(nil), h.failures...),
-		unavailable: h.unavailable, stale: append([][2]int(nil), h.stale...), jobs: append([]poller.JobInfo(nil), h.jobs...)}
-}
+type hooks = pollertest.Hooks
 
 // runs sums the runs of job over hs: ran, skipped (lease taken) and rows.
 // A run that failed fails the test.
 func runs(t *testing.T, job string, hs ...*hooks) (ran, skipped, rows int) {
 	t.Helper()
 	for _, h := range hs {
-		for _, j := range h.snapshot().jobs {
+		for _, j := range h.Snapshot().Jobs {
 			if j.Job != job {
 				continue
 			}
@@ -227,30 +199,9 @@ func runs(t *testing.T, job string, hs ...*hooks) (ran, skipped, rows int) {
 	return
 }
 
-// stepUntil advances the fake clock by step whenever the given number of
-// goroutines wait on it, until cond holds or the budget of simulated time is
-// spent. It returns the simulated time spent.
-func stepUntil(t *testing.T, clock *clockwork.FakeClock, waiters int, step, budget time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var spent time.Duration
-	for {
-		require.NoError(t, clock.BlockUntilContext(ctx, waiters), "waiting for %d goroutines to wait on the clock", waiters)
-		if cond() {
-			return spent
-		}
-		require.Less(t, spent, budget, "condition not met after %s of simulated time", budget)
-		clock.Advance(step)
-		spent += step
-	}
-}
+var stepUntil = pollertest.StepUntil
 
-// eventually polls cond until it holds or 60 seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 60*time.Second, 5*time.Millisecond, what)
-}
+var eventually = pollertest.Eventually
 
 func newID(t *testing.T) oncebox.EventID {
 	t.Helper()

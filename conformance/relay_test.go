@@ -261,8 +261,8 @@ func TestCrashedPollerIsRecoveredWithoutAttempt(t *testing.T) {
 		require.Equal(t, 5, recovered)
 
 		close(unblock)
-		eventually(t, "A's finalize is seen as stale", func() bool { return len(hA.snapshot().stale) == 1 })
-		require.Equal(t, [2]int{5, 0}, hA.snapshot().stale[0])
+		eventually(t, "A's finalize is seen as stale", func() bool { return len(hA.Snapshot().Stale) == 1 })
+		require.Equal(t, [2]int{5, 0}, hA.Snapshot().Stale[0])
 		require.Equal(t, 5, s.status(t, "PROCESSED"))
 		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"), "recovery counts no attempt")
 		for _, id := range ids {
@@ -296,7 +296,7 @@ func TestRetryScheduleThenFailedThenDLQ(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.Len(t, attempts, 4, "max-retries 3 means 4 attempts")
-		failures := h.snapshot().failures
+		failures := h.Snapshot().Failures
 		require.Len(t, failures, 4)
 		for k, want := range []time.Duration{10 * time.Second, 30 * time.Second, 90 * time.Second} {
 			f := failures[k]
@@ -353,7 +353,7 @@ func TestBatchPublisherFailsOnlyTheRejectedMessages(t *testing.T) {
 			return s.Count(t, s.Tables.Events, "id = "+s.P(1)+" AND status = 'PENDING' AND retry_count = 1 AND last_error = "+s.P(2),
 				s.ID(ids[1]), "record too large") == 1
 		})
-		eventually(t, "one failure reported", func() bool { return len(h.snapshot().failures) == 1 })
+		eventually(t, "one failure reported", func() bool { return len(h.Snapshot().Failures) == 1 })
 	})
 }
 
@@ -399,8 +399,8 @@ func TestConnectionLostMidBatchCountsNoAttempt(t *testing.T) {
 				})
 				require.Equal(t, 2, s.Count(t, s.Tables.Events, "event_type = "+s.P(1)+" AND status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL", typ),
 					"the others are released without an attempt")
-				require.Empty(t, h.snapshot().failures)
-				require.Equal(t, 1, h.snapshot().unavailable)
+				require.Empty(t, h.Snapshot().Failures)
+				require.Equal(t, 1, h.Snapshot().Unavailable)
 			})
 		}
 	})
@@ -425,11 +425,11 @@ func TestBrokerOutageBurnsNoAttempts(t *testing.T) {
 		cfg := s.pollerConfig("order-created")
 		cfg.Hooks = h
 		s.startPoller(t, nil, rec, cfg)
-		stepUntil(t, s.clock, waitersPerPoller, 250*time.Millisecond, 10*time.Minute, func() bool { return h.snapshot().unavailable >= 8 })
+		stepUntil(t, s.clock, waitersPerPoller, 250*time.Millisecond, 10*time.Minute, func() bool { return h.Snapshot().Unavailable >= 8 })
 		require.Equal(t, 3, s.status(t, "PENDING"))
 		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
-		require.Empty(t, h.snapshot().failures)
-		polls := h.snapshot().polls
+		require.Empty(t, h.Snapshot().Failures)
+		polls := h.Snapshot().Polls
 		require.Greater(t, polls[len(polls)-1].NextDelay, polls[0].NextDelay, "the type backs off while the broker is down")
 
 		down.Store(false)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -71,36 +72,7 @@ func (r *recorder) deliveries() map[string]int {
 }
 
 // hooks records what a poller reports.
-type hooks struct {
-	poller.NopHooks
-	mu          sync.Mutex
-	polls       []poller.PollInfo
-	failures    []poller.Failure
-	unavailable int
-	stale       [][2]int
-	jobs        []poller.JobInfo
-}
-
-func (h *hooks) PollDone(i poller.PollInfo) { h.mu.Lock(); h.polls = append(h.polls, i); h.mu.Unlock() }
-func (h *hooks) SendFailed(_ string, f []poller.Failure) {
-	h.mu.Lock()
-	h.failures = append(h.failures, f...)
-	h.mu.Unlock()
-}
-func (h *hooks) BrokerUnavailable(string, int, error) { h.mu.Lock(); h.unavailable++; h.mu.Unlock() }
-func (h *hooks) StaleFinalize(_ string, want, got int) {
-	h.mu.Lock()
-	h.stale = append(h.stale, [2]int{want, got})
-	h.mu.Unlock()
-}
-func (h *hooks) JobDone(j poller.JobInfo) { h.mu.Lock(); h.jobs = append(h.jobs, j); h.mu.Unlock() }
-
-func (h *hooks) snapshot() hooks {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return hooks{polls: append([]poller.PollInfo(nil), h.polls...), failures: append([]poller.Failure(nil), h.failures...),
-		unavailable: h.unavailable, stale: append([][2]int(nil), h.stale...), jobs: append([]poller.JobInfo(nil), h.jobs...)}
-}
+type hooks = pollertest.Hooks
 
 type bundle struct {
 	schema *pgtest.Schema
@@ -150,30 +122,9 @@ func start(t *testing.T, p *poller.Poller) {
 	})
 }
 
-// stepUntil advances the fake clock by step whenever the given number of
-// goroutines wait on it, until cond holds or the budget of simulated time is
-// spent. It returns the simulated time spent.
-func stepUntil(t *testing.T, clock *clockwork.FakeClock, waiters int, step, budget time.Duration, cond func() bool) time.Duration {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var spent time.Duration
-	for {
-		require.NoError(t, clock.BlockUntilContext(ctx, waiters), "waiting for %d goroutines to wait on the clock", waiters)
-		if cond() {
-			return spent
-		}
-		require.Less(t, spent, budget, "condition not met after %s of simulated time", budget)
-		clock.Advance(step)
-		spent += step
-	}
-}
+var stepUntil = pollertest.StepUntil
 
-// eventually polls cond until it holds or 60 seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	require.Eventually(t, cond, 60*time.Second, 5*time.Millisecond, what)
-}
+var eventually = pollertest.Eventually
 
 func (b *bundle) status(t *testing.T, status string) int {
 	return b.schema.Count(t, b.schema.Dialect.Tables().Events, "status = $1", status)

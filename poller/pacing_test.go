@@ -26,14 +26,14 @@ func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
 	start(t, p)
 
 	// Ramp-up: the first delays are the brief's.
-	stepUntil(t, b.clock, 3, 125*time.Millisecond, time.Minute, func() bool { return len(h.snapshot().polls) >= 3 })
-	polls := h.snapshot().polls
+	stepUntil(t, b.clock, 3, 125*time.Millisecond, time.Minute, func() bool { return len(h.Snapshot().Polls) >= 3 })
+	polls := h.Snapshot().Polls
 	require.Equal(t, []time.Duration{250 * time.Millisecond, 375 * time.Millisecond, 562500 * time.Microsecond},
 		[]time.Duration{polls[0].NextDelay, polls[1].NextDelay, polls[2].NextDelay})
 
 	// The rest of the hour.
 	stepUntil(t, b.clock, 3, 500*time.Millisecond, 2*time.Hour, func() bool { return b.clock.Since(t0) >= time.Hour })
-	s := h.snapshot()
+	s := h.Snapshot()
 	claims, jobs := 0, 0
 	for _, stmt := range trace.Statements() {
 		if len(stmt) > 8 && stmt[:8] == "WITH due" {
@@ -42,23 +42,23 @@ func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
 			jobs++
 		}
 	}
-	t.Logf("idle hour: %d polls, %d claim statements, %d job statements, %d job runs", len(s.polls), claims, jobs, len(s.jobs))
-	require.InDelta(t, 72, len(s.polls), 4)
-	require.Equal(t, len(s.polls), claims, "one statement per poll")
+	t.Logf("idle hour: %d polls, %d claim statements, %d job statements, %d job runs", len(s.Polls), claims, jobs, len(s.Jobs))
+	require.InDelta(t, 72, len(s.Polls), 4)
+	require.Equal(t, len(s.Polls), claims, "one statement per poll")
 	require.LessOrEqual(t, jobs, 30, "recovery and clean-up add a few statements an hour")
 
 	// A burst: a full batch resets the delay to the minimum.
 	b.publish(t, b.clock, "order-created", 5)
-	n := len(s.polls)
+	n := len(s.Polls)
 	stepUntil(t, b.clock, 3, time.Second, 2*time.Minute, func() bool {
-		for _, pi := range h.snapshot().polls[n:] {
+		for _, pi := range h.Snapshot().Polls[n:] {
 			if pi.Full {
 				return true
 			}
 		}
 		return false
 	})
-	for _, pi := range h.snapshot().polls[n:] {
+	for _, pi := range h.Snapshot().Polls[n:] {
 		if pi.Full {
 			require.Equal(t, 250*time.Millisecond, pi.NextDelay)
 		}

@@ -44,8 +44,8 @@ func TestPublisherPanicIsAFailedSendNotACrash(t *testing.T) {
 	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
 	require.NoError(t, err)
 	start(t, p)
-	eventually(t, "counted as a failed attempt", func() bool { return len(h.snapshot().failures) == 2 })
-	require.ErrorContains(t, h.snapshot().failures[0].Err, "publisher panicked: nil map in the producer")
+	eventually(t, "counted as a failed attempt", func() bool { return len(h.Snapshot().Failures) == 2 })
+	require.ErrorContains(t, h.Snapshot().Failures[0].Err, "publisher panicked: nil map in the producer")
 	require.Equal(t, 2, b.schema.Count(t, b.schema.Dialect.Tables().Events, "status = 'PENDING' AND retry_count = 1"))
 }
 
