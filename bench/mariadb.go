@@ -190,11 +190,11 @@ func runMariaDBRelay(ctx context.Context, e *env) ([]row, error) {
 
 // runSQLRelay measures on t what runRelay measures on PostgreSQL, with the
 // same code, on a backlog of 50,000 events: the raw loop (here the
-// dialect's Claim and MarkProcessed, each a READ COMMITTED transaction on
-// MySQL; batch 1,000 as on PostgreSQL, and 100), the poller tuned (one and
-// two instances; the defaults' pace is by design, measured on PostgreSQL)
-// and Watermill's forwarder with its defaults and tuned, over
-// watermill-sql's adapters for t.
+// dialect's Claim and MarkProcessed, see dialectClaimAndMark; batch 1,000
+// as on PostgreSQL, and 100), the poller tuned (one and two instances; the
+// defaults' pace is by design, measured on PostgreSQL) and Watermill's
+// forwarder with its defaults and tuned, over watermill-sql's adapters for
+// t. Each case's note gives the statements it sent, counted client-side.
 func runSQLRelay(ctx context.Context, e *env, t sqlTarget) ([]row, error) {
 	s, err := t.connect(ctx)
 	if err != nil {

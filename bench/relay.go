@@ -280,9 +280,10 @@ func claimAndMark(ctx context.Context, pool *pgxpool.Pool, d *dialects.PostgreSQ
 }
 
 // dialectClaimAndMark is the raw loop's step through the dialect: Claim, then
-// MarkProcessed of every id claimed, on db. On MySQL the claim is its own
-// READ COMMITTED transaction (SELECT … FOR UPDATE SKIP LOCKED, UPDATE) and
-// so is the mark.
+// MarkProcessed of every id claimed, on db. On MySQL the claim is a probe
+// (SELECT 1 … LIMIT 1, outside any transaction) and, when rows are due, a
+// READ COMMITTED transaction (SELECT … FOR UPDATE SKIP LOCKED, UPDATE); the
+// mark is a READ COMMITTED transaction of its own.
 func dialectClaimAndMark(db wsql.Beginner) func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
 	return func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
 		token, err := oncebox.NewEventID()

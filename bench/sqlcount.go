@@ -17,6 +17,7 @@ import (
 // closes is a SQL statement the server runs.
 type sqlCount struct {
 	claims     int64 // SELECT … SKIP LOCKED: the oncebox claim's locking read
+	probes     int64 // other SELECTs of PENDING rows: the MySQL claim's probe (SELECT 1 … LIMIT 1)
 	selects    int64 // other SELECTs
 	inserts    int64
 	updates    int64
@@ -38,7 +39,7 @@ func (c sqlCount) all() int64 {
 
 // data is the number of data statements (SELECT, INSERT, UPDATE, DELETE, …).
 func (c sqlCount) data() int64 {
-	return c.claims + c.selects + c.inserts + c.updates + c.deletes + c.others
+	return c.claims + c.probes + c.selects + c.inserts + c.updates + c.deletes + c.others
 }
 
 // control is the number of transaction-control statements.
@@ -53,7 +54,8 @@ func (c sqlCount) transactions() int64 {
 }
 
 func (c sqlCount) minus(o sqlCount) sqlCount {
-	return sqlCount{claims: c.claims - o.claims, selects: c.selects - o.selects, inserts: c.inserts - o.inserts,
+	return sqlCount{claims: c.claims - o.claims, probes: c.probes - o.probes, selects: c.selects - o.selects,
+		inserts: c.inserts - o.inserts,
 		updates: c.updates - o.updates, deletes: c.deletes - o.deletes, others: c.others - o.others,
 		setTx: c.setTx - o.setTx, begins: c.begins - o.begins, commits: c.commits - o.commits,
 		rollbacks: c.rollbacks - o.rollbacks, autocommit: c.autocommit - o.autocommit,
@@ -67,7 +69,8 @@ func (c sqlCount) String() string {
 		name string
 		n    int64
 	}{
-		{"SET TRANSACTION", c.setTx}, {"START TRANSACTION", c.begins}, {"SELECT … SKIP LOCKED", c.claims},
+		{"SET TRANSACTION", c.setTx}, {"START TRANSACTION", c.begins}, {"claim probe SELECT", c.probes},
+		{"SELECT … SKIP LOCKED", c.claims},
 		{"SELECT", c.selects}, {"INSERT", c.inserts}, {"UPDATE", c.updates}, {"DELETE", c.deletes},
 		{"other", c.others}, {"COMMIT", c.commits}, {"ROLLBACK", c.rollbacks},
 	} {
@@ -113,9 +116,12 @@ func (k *sqlCounter) statement(query string, inTx bool) {
 	k.add(func(c *sqlCount) {
 		switch verb {
 		case "SELECT", "WITH":
-			if strings.Contains(strings.ToUpper(query), "SKIP LOCKED") {
+			switch upper := strings.ToUpper(query); {
+			case strings.Contains(upper, "SKIP LOCKED"):
 				c.claims++
-			} else {
+			case strings.Contains(upper, "'PENDING'"):
+				c.probes++
+			default:
 				c.selects++
 			}
 		case "INSERT":
