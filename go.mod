@@ -23,13 +23,13 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4
 )
 
-require go.opentelemetry.io/otel/sdk v1.29.0
-
 require (
-	filippo.io/edwards25519 v1.2.0 // indirect
-	github.com/go-sql-driver/mysql v1.10.1 // indirect
-	github.com/sijms/go-ora/v2 v2.8.24 // indirect
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/sijms/go-ora/v2 v2.8.24
+	go.opentelemetry.io/otel/sdk v1.29.0
 )
+
+require filippo.io/edwards25519 v1.2.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
