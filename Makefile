@@ -30,6 +30,15 @@ orders: services ## Run the orders example (API + relay, shipping, traffic) for 
 .PHONY: test
 test: services tools ## Run every test with the race detector against the real services.
 	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+	@if [ -z "$$ORACLE_DSN" ]; then \
+	  echo "**********************************************************************"; \
+	  echo "ORACLE NOT RUN: no ORACLE_DSN, so every Oracle subtest of the conformance"; \
+	  echo "suite was skipped; the Oracle dialect was tested by its generated SQL only."; \
+	  echo "Set ORACLE_DSN=oracle://user:pass@host:1521/service to run it."; \
+	  echo "**********************************************************************"; \
+	else \
+	  echo "Oracle: the conformance suite above ran its oracle subtests against ORACLE_DSN."; \
+	fi
 
 .PHONY: lint
 lint: ## Check formatting (gofmt) and run go vet.
