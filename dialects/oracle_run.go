@@ -76,6 +76,7 @@ func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time,
 	}
 	moved := 0
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		moved = 0
 		ids, err := oracleLockIDs(ctx, tx, d.EventsMoveLock(), limit)
 		if err != nil || len(ids) == 0 {
 			return err
@@ -128,6 +129,7 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 	}
 	moved := 0
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
+		moved = 0
 		locked, err := d.lockTransferRows(ctx, tx, limit)
 		if err != nil || len(locked) == 0 {
 			return err

@@ -298,6 +298,22 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		require.EqualValues(t, 7, n)
 		return fmt.Sprintf("%d rows", n)
 	})
+	run("Exec: a deadlock victim (ORA-00060) is rolled back and run again", []step{
+		{err: errors.New("ORA-00060: deadlock detected while waiting for resource")},
+		{n: 7},
+	}, func(r *recorder) string {
+		n, err := d.Exec(ctx, r, d.EventsDeleteProcessed(at, 1000))
+		require.NoError(t, err)
+		require.EqualValues(t, 7, n)
+		return fmt.Sprintf("%d rows", n)
+	})
+	run("Exec: any other error is returned at once", []step{
+		{err: errors.New("ORA-00942: table or view does not exist")},
+	}, func(r *recorder) string {
+		_, err := d.Exec(ctx, r, d.EventsDeleteProcessed(at, 1000))
+		require.ErrorContains(t, err, "ORA-00942")
+		return "error: " + err.Error()
+	})
 
 	path := filepath.Join("testdata", "oracle_run.sql")
 	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {

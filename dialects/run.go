@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/go-sql-driver/mysql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
@@ -22,9 +24,25 @@ import (
 // other instances since the transaction began.
 var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
+// deadlockAttempts is how many times inTx runs a transaction that the
+// database chose as a deadlock victim.
+const deadlockAttempts = 3
+
 // inTx runs fn in a transaction begun with opts and commits it, or rolls it
-// back when fn fails.
+// back when fn fails. A transaction the database rolled back as a deadlock
+// victim (MySQL error 1213, Oracle ORA-00060) is run again, up to
+// deadlockAttempts times in all: it changed nothing, and InnoDB's manual
+// asks applications to retry. fn must start from scratch on every call.
 func inTx(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn func(tx wsql.Tx) error) (err error) {
+	for attempt := 1; ; attempt++ {
+		err = inTxOnce(ctx, db, opts, fn)
+		if err == nil || attempt == deadlockAttempts || !isDeadlock(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+func inTxOnce(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn func(tx wsql.Tx) error) (err error) {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
@@ -38,6 +56,16 @@ func inTx(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn func(tx
 		return err
 	}
 	return tx.Commit()
+}
+
+// isDeadlock reports whether err says the transaction was chosen as a
+// deadlock victim: MySQL/MariaDB error 1213, Oracle ORA-00060.
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number == 1213
+	}
+	return strings.Contains(err.Error(), "ORA-00060")
 }
 
 // execAffected runs q and returns the rows it affected.

@@ -200,3 +200,33 @@ EXEC DELETE FROM outbox_events
 COMMIT
 ==> 7 rows
 
+==== Exec: a deadlock victim (ORA-00060) is rolled back and run again
+BEGIN (default)
+EXEC DELETE FROM outbox_events
+ WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:1)
+   AND ROWID IN (SELECT ROWID FROM outbox_events
+                  WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:2) AND ROWNUM <= :3)
+   args: [2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 1000]
+   -> error: ORA-00060: deadlock detected while waiting for resource
+ROLLBACK
+BEGIN (default)
+EXEC DELETE FROM outbox_events
+ WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:1)
+   AND ROWID IN (SELECT ROWID FROM outbox_events
+                  WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:2) AND ROWNUM <= :3)
+   args: [2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 1000]
+   -> 7 rows affected
+COMMIT
+==> 7 rows
+
+==== Exec: any other error is returned at once
+BEGIN (default)
+EXEC DELETE FROM outbox_events
+ WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:1)
+   AND ROWID IN (SELECT ROWID FROM outbox_events
+                  WHERE status = 'PROCESSED' AND updated_at < SYS_EXTRACT_UTC(:2) AND ROWNUM <= :3)
+   args: [2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 1000]
+   -> error: ORA-00942: table or view does not exist
+ROLLBACK
+==> error: ORA-00942: table or view does not exist
+
