@@ -125,6 +125,12 @@ func (d *Oracle) DLQDeleteResolved(cutoff time.Time, limit int) Query {
 // DLQTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
 // (moved_at, id) order, FOR UPDATE SKIP LOCKED, fetched up to the limit.
 // Index: (status, moved_at, id).
+// DLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// idle TransferDLQToOutbox run stops there.
+func (d *Oracle) DLQToRetryProbe() Query {
+	return Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' AND ROWNUM = 1"}
+}
+
 func (d *Oracle) DLQTransferLock() Query {
 	return Query{SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at" +
 		"\n  FROM " + d.tables.DLQ + "\n WHERE status = 'TO_RETRY'\n ORDER BY moved_at, id\n   FOR UPDATE SKIP LOCKED"}

@@ -26,6 +26,21 @@ func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 		"\n ORDER BY next_retry_at\n   FOR UPDATE SKIP LOCKED")
 }
 
+// EventsClaimProbe tells, without locking, whether a row of the type is
+// due: the one statement of an idle poll (no transaction, no cursor of
+// locks). A plain read, so ROWNUM is safe here.
+func (d *Oracle) EventsClaimProbe(p ClaimParams) Query {
+	var b binder
+	return b.query("SELECT 1 FROM " + d.tables.Events + "\n WHERE status = 'PENDING' AND event_type = " + b.p(p.EventType) +
+		" AND next_retry_at <= " + b.t(p.Now) + " AND ROWNUM = 1")
+}
+
+// EventsFailedProbe tells, without locking, whether a FAILED row waits: an
+// idle MoveToDLQ run stops there.
+func (d *Oracle) EventsFailedProbe() Query {
+	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'FAILED' AND ROWNUM = 1"}
+}
+
 // EventsClaimUpdate flips the rows the claim's cursor locked to IN_PROCESS
 // with the claim's token.
 func (d *Oracle) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {

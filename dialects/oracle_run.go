@@ -39,6 +39,9 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	if p.Limit <= 0 {
 		return nil, nil
 	}
+	if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
+		return nil, err
+	}
 	var out []ClaimedEvent
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		events, err := queryClaimed(ctx, tx, d.EventsClaimLock(p), p.Limit)
@@ -73,6 +76,9 @@ func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token once
 func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
+	}
+	if found, err := exists(ctx, db, d.EventsFailedProbe()); err != nil || !found {
+		return 0, err
 	}
 	moved := 0
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
@@ -126,6 +132,9 @@ func oracleLockIDs(ctx context.Context, tx wsql.ContextExecutor, q Query, limit 
 func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
+	}
+	if found, err := exists(ctx, db, d.DLQToRetryProbe()); err != nil || !found {
+		return 0, err
 	}
 	moved := 0
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {

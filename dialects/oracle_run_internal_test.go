@@ -200,6 +200,7 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 	}
 
 	run("Claim: Limit 2, three due rows: fetches two, updates two, commits", []step{
+		{rows: [][]any{{int64(1)}}}, // the probe: something is due
 		{rows: [][]any{claimRow(1), claimRow(2), claimRow(3)}},
 		{n: 2},
 	}, func(r *recorder) string {
@@ -214,13 +215,14 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		require.Equal(t, at, got[0].NextRetryAt)
 		return fmt.Sprintf("%d claimed", len(got))
 	})
-	run("Claim: nothing due: no update, commits", []step{{}}, func(r *recorder) string {
+	run("Claim: nothing due: the probe finds nothing, no transaction", []step{{}}, func(r *recorder) string {
 		got, err := d.Claim(ctx, r, ClaimParams{EventType: "order-created", Limit: 2, Token: tok, Now: at})
 		require.NoError(t, err)
 		require.Empty(t, got)
 		return "0 claimed"
 	})
 	run("Claim: the update fails: rolls back", []step{
+		{rows: [][]any{{int64(1)}}}, // the probe: something is due
 		{rows: [][]any{claimRow(1)}},
 		{err: errors.New("ORA-00054: resource busy")},
 	}, func(r *recorder) string {
@@ -245,6 +247,7 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		return fmt.Sprintf("marked %v", got)
 	})
 	run("MoveToDLQ: limit 2, three FAILED rows: locks two, copies, deletes, commits", []step{
+		{rows: [][]any{{int64(1)}}}, // the probe: something is due
 		{rows: [][]any{{oraB(1)}, {oraB(2)}, {oraB(3)}}},
 		{n: 2},
 		{n: 2},
@@ -255,6 +258,7 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		return fmt.Sprintf("%d moved", n)
 	})
 	run("TransferDLQToOutbox: two rows of one event (latest moved wins), one without event id", []step{
+		{rows: [][]any{{int64(1)}}}, // the probe: something is due
 		{rows: [][]any{
 			{oraB(0x11), oraB(1), "order-created", "orders", "k", "m-old", []byte("old"), `{"a":"1"}`, at.Add(-time.Hour), at.Add(-time.Minute)},
 			{oraB(0x12), oraB(1), "order-created", "orders", "k", "m-new", []byte("new"), `{"a":"2","oncebox_event_id":"stale"}`, at.Add(-time.Hour), at},

@@ -141,6 +141,7 @@ func oracleStatements(d *dialects.Oracle) []struct {
 		{"EventsInsert (two rows)", d.EventsInsert([]dialects.EventRow{
 			{ID: id1, EventType: "a", Topic: "t", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 			{ID: id2, EventType: "a", Topic: "t", MessageUUID: "m2", Metadata: "{}", CreatedAt: at}})},
+		{"Claim probe: EventsClaimProbe (plain read, idle polls end here)", d.EventsClaimProbe(claim)},
 		{"Claim 1/2: EventsClaimLock (cursor)", d.EventsClaimLock(claim)},
 		{"Claim 2/2: EventsClaimUpdate", d.EventsClaimUpdate(claim, []oncebox.EventID{id1, id2})},
 		{"MarkProcessed 1/2: EventsMarkProcessed", d.EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
@@ -150,6 +151,7 @@ func oracleStatements(d *dialects.Oracle) []struct {
 			{ID: id2, Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "bang"}}, at)},
 		{"EventsRelease", d.EventsRelease(tok, []oncebox.EventID{id1, id2}, at)},
 		{"EventsRecover", d.EventsRecover(at.Add(-time.Minute), at, 1000)},
+		{"MoveToDLQ probe: EventsFailedProbe", d.EventsFailedProbe()},
 		{"MoveToDLQ 1/3: EventsMoveLock (cursor)", d.EventsMoveLock()},
 		{"MoveToDLQ 2/3: EventsMoveCopy", d.EventsMoveCopy([]oncebox.EventID{id1, id2}, at)},
 		{"MoveToDLQ 3/3: EventsMoveDelete", d.EventsMoveDelete([]oncebox.EventID{id1, id2})},
@@ -179,6 +181,7 @@ func oracleStatements(d *dialects.Oracle) []struct {
 		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
 		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
 		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+		{"TransferDLQToOutbox probe: DLQToRetryProbe", d.DLQToRetryProbe()},
 		{"TransferDLQToOutbox 1/4: DLQTransferLock (cursor)", d.DLQTransferLock()},
 		{"TransferDLQToOutbox 2/4: DLQTransferRearm", d.DLQTransferRearm(tr, at)},
 		{"TransferDLQToOutbox 3/4: DLQTransferInsert (when not re-armed)", d.DLQTransferInsert(tr, at)},

@@ -1,4 +1,10 @@
 ==== Claim: Limit 2, three due rows: fetches two, updates two, commits
+-- on the handle given (no transaction of its own)
+QUERY SELECT 1 FROM outbox_events
+ WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2) AND ROWNUM = 1
+   args: ["order-created", 2026-11-30T12:00:00Z]
+   fetch row 1 of 1
+   close cursor (1 of 1 rows fetched)
 BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
@@ -16,20 +22,22 @@ EXEC UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_a
 COMMIT
 ==> 2 claimed
 
-==== Claim: nothing due: no update, commits
-BEGIN (default)
-QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
-  FROM outbox_events
- WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
- ORDER BY next_retry_at
-   FOR UPDATE SKIP LOCKED
+==== Claim: nothing due: the probe finds nothing, no transaction
+-- on the handle given (no transaction of its own)
+QUERY SELECT 1 FROM outbox_events
+ WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2) AND ROWNUM = 1
    args: ["order-created", 2026-11-30T12:00:00Z]
    fetch: no more rows
    close cursor (0 of 0 rows fetched)
-COMMIT
 ==> 0 claimed
 
 ==== Claim: the update fails: rolls back
+-- on the handle given (no transaction of its own)
+QUERY SELECT 1 FROM outbox_events
+ WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2) AND ROWNUM = 1
+   args: ["order-created", 2026-11-30T12:00:00Z]
+   fetch row 1 of 1
+   close cursor (1 of 1 rows fetched)
 BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
@@ -78,6 +86,11 @@ COMMIT
 ==> marked [02000000-0000-7000-0000-000000000000]
 
 ==== MoveToDLQ: limit 2, three FAILED rows: locks two, copies, deletes, commits
+-- on the handle given (no transaction of its own)
+QUERY SELECT 1 FROM outbox_events WHERE status = 'FAILED' AND ROWNUM = 1
+   args: []
+   fetch row 1 of 1
+   close cursor (1 of 1 rows fetched)
 BEGIN (default)
 QUERY SELECT id FROM outbox_events
  WHERE status = 'FAILED'
@@ -103,6 +116,11 @@ COMMIT
 ==> 2 moved
 
 ==== TransferDLQToOutbox: two rows of one event (latest moved wins), one without event id
+-- on the handle given (no transaction of its own)
+QUERY SELECT 1 FROM outbox_dlq_events WHERE status = 'TO_RETRY' AND ROWNUM = 1
+   args: []
+   fetch row 1 of 1
+   close cursor (1 of 1 rows fetched)
 BEGIN (default)
 QUERY SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at
   FROM outbox_dlq_events

@@ -66,6 +66,12 @@ SELECT 1 FROM DUAL
 /
 -- args: [0x01000000000000000000000000000000, "a", "t", "k", "m1", 0x70, "{}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x02000000000000000000000000000000, "a", "t", NULL, "m2", 0x, "{}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z]
 
+-- Claim probe: EventsClaimProbe (plain read, idle polls end here)
+SELECT 1 FROM outbox_events
+ WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2) AND ROWNUM = 1
+/
+-- args: ["order-created", 2026-11-30T12:00:00Z]
+
 -- Claim 1/2: EventsClaimLock (cursor)
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
@@ -118,6 +124,11 @@ UPDATE outbox_events SET status = 'PENDING', claim_token = NULL, claimed_at = NU
                   WHERE status = 'IN_PROCESS' AND claimed_at < SYS_EXTRACT_UTC(:3) AND ROWNUM <= :4)
 /
 -- args: [2026-11-30T12:00:00Z, 2026-11-30T11:59:00Z, 2026-11-30T11:59:00Z, 1000]
+
+-- MoveToDLQ probe: EventsFailedProbe
+SELECT 1 FROM outbox_events WHERE status = 'FAILED' AND ROWNUM = 1
+/
+-- args: []
 
 -- MoveToDLQ 1/3: EventsMoveLock (cursor)
 SELECT id FROM outbox_events
@@ -330,6 +341,11 @@ DELETE FROM outbox_dlq_events
    AND moved_at < SYS_EXTRACT_UTC(:6)
 /
 -- args: ["MOVED", "RESOLVED", "order-created", "consumer", 2026-11-30T11:00:00Z, 2026-11-30T12:00:00Z]
+
+-- TransferDLQToOutbox probe: DLQToRetryProbe
+SELECT 1 FROM outbox_dlq_events WHERE status = 'TO_RETRY' AND ROWNUM = 1
+/
+-- args: []
 
 -- TransferDLQToOutbox 1/4: DLQTransferLock (cursor)
 SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at
