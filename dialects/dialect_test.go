@@ -114,36 +114,12 @@ func TestPostgreSQLDLQGolden(t *testing.T) {
 	t.Parallel()
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
-	full := dialects.DLQFilter{
-		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
-		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
-		MovedFrom: at.Add(-time.Hour), MovedTo: at,
-	}
-	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
+	at := goldenAt
 	var b strings.Builder
-	for _, c := range []struct {
-		name string
-		q    dialects.Query
-	}{
-		{"DLQGet", d.DLQGet(id1)},
-		{"DLQGetStatus", d.DLQGetStatus(id1)},
-		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
-		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
-		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
-		{"DLQCount (every filter)", d.DLQCount(full)},
-		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQDelete", d.DLQDelete(id1)},
-		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
-		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
-		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
-		{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
-		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
-	} {
+	for _, c := range append(dlqStoreQueries(d),
+		namedQuery{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
+		namedQuery{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+	) {
 		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)
 		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)
 	}
@@ -164,4 +140,42 @@ func countDistinctParams(sql string) int {
 		high = max(high, n)
 	}
 	return high
+}
+
+// namedQuery is one statement of a golden file, under its name.
+type namedQuery struct {
+	name string
+	q    dialects.Query
+}
+
+// goldenAt is the time every golden statement is built at.
+var goldenAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// dlqStoreQueries is every DLQ store statement of d, in the order and with
+// the arguments of the golden files of all three dialects.
+func dlqStoreQueries(d dialects.Dialect) []namedQuery {
+	at := goldenAt
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	full := dialects.DLQFilter{
+		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
+		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
+		MovedFrom: at.Add(-time.Hour), MovedTo: at,
+	}
+	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
+	return []namedQuery{
+		{"DLQGet", d.DLQGet(id1)},
+		{"DLQGetStatus", d.DLQGetStatus(id1)},
+		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
+		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
+		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
+		{"DLQCount (every filter)", d.DLQCount(full)},
+		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQDelete", d.DLQDelete(id1)},
+		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
+		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
+		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+	}
 }

@@ -33,11 +33,6 @@ func renderQueries(t *testing.T, qs []namedQuery) string {
 	return b.String()
 }
 
-type namedQuery struct {
-	name string
-	q    dialects.Query
-}
-
 func TestMySQLMigrationsGolden(t *testing.T) {
 	t.Parallel()
 	d := newMySQL(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
@@ -183,29 +178,6 @@ func TestMySQLRelayGolden(t *testing.T) {
 func TestMySQLDLQGolden(t *testing.T) {
 	t.Parallel()
 	d := newMySQL(t, oncebox.TablesConfig{})
-	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
-	full := dialects.DLQFilter{
-		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
-		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
-		MovedFrom: at.Add(-time.Hour), MovedTo: at,
-	}
-	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
-	golden(t, "mysql_dlq.sql", renderQueries(t, []namedQuery{
-		{"DLQGet", d.DLQGet(id1)},
-		{"DLQGetStatus", d.DLQGetStatus(id1)},
-		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
-		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
-		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
-		{"DLQCount (every filter)", d.DLQCount(full)},
-		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQDelete", d.DLQDelete(id1)},
-		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
-		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
-		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
-		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
-	}))
+	golden(t, "mysql_dlq.sql", renderQueries(t, append(dlqStoreQueries(d),
+		namedQuery{"DLQDeleteResolved", d.DLQDeleteResolved(goldenAt, 1000)})))
 }

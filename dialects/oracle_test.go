@@ -112,26 +112,14 @@ func TestOracleEventsInsert(t *testing.T) {
 }
 
 // oracleStatements returns every statement the Oracle dialect builds, named.
-func oracleStatements(d *dialects.Oracle) []struct {
-	name string
-	q    dialects.Query
-} {
+func oracleStatements(d *dialects.Oracle) []namedQuery {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	id1, id2, tok := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0x0f}
-	full := dialects.DLQFilter{
-		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
-		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
-		MovedFrom: at.Add(-time.Hour), MovedTo: at,
-	}
-	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
 	claim := dialects.ClaimParams{EventType: "order-created", Limit: 100, Token: tok, Now: at}
 	lease := dialects.Lease{Name: "outbox-clean-up", Owner: "host-1", LockedAt: at, Until: at.Add(time.Minute)}
 	tr := dialects.EventRow{ID: id1, EventType: "order-created", Topic: "orders", Key: "k",
 		MessageUUID: "m1", Payload: []byte("p"), Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at.Add(-time.Hour)}
-	return []struct {
-		name string
-		q    dialects.Query
-	}{
+	qs := []namedQuery{
 		{"MigrationLock", d.MigrationLock()[0]},
 		{"MigrationUnlock", d.MigrationUnlock()[0]},
 		{"MigrationsTableCreate", d.MigrationsTableCreate()},
@@ -167,27 +155,16 @@ func oracleStatements(d *dialects.Oracle) []struct {
 		{"DLQUpsertConsumer (no event id, handler '')", d.DLQUpsertConsumer(dialects.DLQRow{ID: id2, EventType: "order-created",
 			Topic: "orders", MessageUUID: "m1", Metadata: "{}", Error: "boom", FailedAt: at})},
 		{"Backlog", d.Backlog()},
-		{"DLQGet", d.DLQGet(id1)},
-		{"DLQGetStatus", d.DLQGetStatus(id1)},
-		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
-		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
-		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
-		{"DLQCount (every filter)", d.DLQCount(full)},
-		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQDelete", d.DLQDelete(id1)},
-		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
-		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
-		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+	}
+	qs = append(qs, dlqStoreQueries(d)...)
+	return append(qs, []namedQuery{
 		{"TransferDLQToOutbox probe: DLQToRetryProbe", d.DLQToRetryProbe()},
 		{"TransferDLQToOutbox 1/4: DLQTransferLock (cursor)", d.DLQTransferLock()},
 		{"TransferDLQToOutbox 2/4: DLQTransferRearm", d.DLQTransferRearm(tr, at)},
 		{"TransferDLQToOutbox 3/4: DLQTransferInsert (when not re-armed)", d.DLQTransferInsert(tr, at)},
 		{"TransferDLQToOutbox 4/4: DLQTransferDelete", d.DLQTransferDelete([]oncebox.EventID{id1, id2})},
 		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
-	}
+	}...)
 }
 
 func TestOracleStatementsGolden(t *testing.T) {
