@@ -14,6 +14,7 @@ package dialects
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -248,6 +249,10 @@ type Features struct {
 	MaxInList int
 	// MaxBindParams is the most bind parameters one statement may carry.
 	MaxBindParams int
+	// ReadCommittedTx are the options that begin a READ COMMITTED
+	// transaction: an explicit level, or nil on Oracle, where it is the
+	// default and go-ora (v2.8.24) refuses an explicit one.
+	ReadCommittedTx *sql.TxOptions
 }
 
 // PlaceholderStyle is how bind parameters are written.

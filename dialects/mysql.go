@@ -64,12 +64,13 @@ func (d *MySQL) Tables() Tables { return d.tables }
 // Features implements Dialect.
 func (d *MySQL) Features() Features {
 	return Features{
-		Placeholder:   PlaceholderQuestion,
-		Returning:     false,
-		SkipLocked:    SkipLockedSelectThenUpdate,
-		IDType:        "BINARY(16)",
-		InsertIgnore:  InsertIgnore,
-		MaxBindParams: mysqlMaxBindParams,
+		Placeholder:     PlaceholderQuestion,
+		Returning:       false,
+		SkipLocked:      SkipLockedSelectThenUpdate,
+		IDType:          "BINARY(16)",
+		InsertIgnore:    InsertIgnore,
+		MaxBindParams:   mysqlMaxBindParams,
+		ReadCommittedTx: readCommitted,
 	}
 }
 

@@ -71,13 +71,14 @@ func (d *Oracle) Tables() Tables { return d.tables }
 // Features implements Dialect.
 func (d *Oracle) Features() Features {
 	return Features{
-		Placeholder:   PlaceholderColon,
-		Returning:     false,
-		SkipLocked:    SkipLockedRowidCursor,
-		IDType:        "RAW(16)",
-		InsertIgnore:  InsertMerge,
-		MaxInList:     oracleMaxInList,
-		MaxBindParams: oracleMaxBindParams,
+		Placeholder:     PlaceholderColon,
+		Returning:       false,
+		SkipLocked:      SkipLockedRowidCursor,
+		IDType:          "RAW(16)",
+		InsertIgnore:    InsertMerge,
+		MaxInList:       oracleMaxInList,
+		MaxBindParams:   oracleMaxBindParams,
+		ReadCommittedTx: oracleTx,
 	}
 }
 

@@ -70,12 +70,13 @@ func (d *PostgreSQL) Tables() Tables { return d.tables }
 // Features implements Dialect.
 func (d *PostgreSQL) Features() Features {
 	return Features{
-		Placeholder:   PlaceholderDollar,
-		Returning:     true,
-		SkipLocked:    SkipLockedCTE,
-		IDType:        "uuid",
-		InsertIgnore:  InsertOnConflictDoNothing,
-		MaxBindParams: postgresMaxBindParams,
+		Placeholder:     PlaceholderDollar,
+		Returning:       true,
+		SkipLocked:      SkipLockedCTE,
+		IDType:          "uuid",
+		InsertIgnore:    InsertOnConflictDoNothing,
+		MaxBindParams:   postgresMaxBindParams,
+		ReadCommittedTx: readCommitted,
 	}
 }
 

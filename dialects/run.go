@@ -169,17 +169,6 @@ func chunks[T any](s []T, n int, fn func([]T) error) error {
 // errNoRows reports a statement that should have returned a row.
 var errNoRows = errors.New("no row")
 
-// ReadCommittedTxOptions returns the options that begin a READ COMMITTED
-// transaction on d's database: an explicit isolation level, except on
-// Oracle, where READ COMMITTED is the default and go-ora (v2.8.24) refuses
-// any explicit level.
-func ReadCommittedTxOptions(d Dialect) *sql.TxOptions {
-	if d != nil && d.Name() == "oracle" {
-		return &sql.TxOptions{}
-	}
-	return &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-}
-
 // errStaleFinalize ends the fast path of markProcessed: some ids were not
 // this claim's to mark any more.
 var errStaleFinalize = errors.New("stale finalize")

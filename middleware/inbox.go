@@ -98,8 +98,8 @@ type InboxConfig struct {
 	// Clock stamps processed_at. Default: the real clock.
 	Clock clockwork.Clock
 	// TxOptions are the options of the inbox's transactions. Default: READ
-	// COMMITTED (dialects.ReadCommittedTxOptions: on Oracle, the default
-	// isolation, which is READ COMMITTED).
+	// COMMITTED (the dialect's Features.ReadCommittedTx: on Oracle, the
+	// default isolation, which is READ COMMITTED).
 	TxOptions *stdsql.TxOptions
 	// Hooks receives what the inbox does. Default: NopInboxHooks.
 	Hooks InboxHooks
@@ -196,7 +196,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 		config.Clock = clockwork.NewRealClock()
 	}
 	if config.TxOptions == nil {
-		config.TxOptions = dialects.ReadCommittedTxOptions(config.Dialect)
+		config.TxOptions = config.Dialect.Features().ReadCommittedTx
 	}
 	if config.Hooks == nil {
 		config.Hooks = NopInboxHooks{}
