@@ -150,10 +150,7 @@ func (d *MySQL) MaxRowsPerInsert() int { return mysqlMaxBindParams / eventInsert
 func (d *MySQL) EventsInsert(rows []EventRow) Query {
 	args := make([]any, 0, len(rows)*eventInsertParams)
 	for _, r := range rows {
-		var key any
-		if r.Key != "" {
-			key = r.Key
-		}
+		key := nullable(r.Key)
 		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID,
 			nonNilBytes(r.Payload), r.Metadata, mysqlTime(r.CreatedAt))
 	}

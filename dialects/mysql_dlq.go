@@ -170,10 +170,7 @@ func (d *MySQL) DLQTransferInsert(rows []EventRow, now time.Time) Query {
 			b.WriteByte(',')
 		}
 		b.WriteString("(?,?,?,?,?,?,?,'PENDING',0,?,?,?)")
-		var key any
-		if r.Key != "" {
-			key = r.Key
-		}
+		key := nullable(r.Key)
 		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID, nonNilBytes(r.Payload),
 			r.Metadata, now, mysqlTime(r.CreatedAt), now)
 	}

@@ -165,10 +165,7 @@ func (d *MySQL) DLQUpsertConsumer(r DLQRow) Query {
 	if r.EventID != nil {
 		eventID = d.EncodeID(*r.EventID)
 	}
-	var key any
-	if r.Key != "" {
-		key = r.Key
-	}
+	key := nullable(r.Key)
 	at := mysqlTime(r.FailedAt)
 	return Query{
 		SQL: "INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,

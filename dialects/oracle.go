@@ -328,10 +328,7 @@ func (d *Oracle) EventsInsert(rows []EventRow) Query {
 	var b binder
 	var s strings.Builder
 	values := func(r EventRow) string {
-		var key any
-		if r.Key != "" {
-			key = r.Key
-		}
+		key := nullable(r.Key)
 		return "(" + b.p(d.EncodeID(r.ID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " +
 			b.p(key) + ", " + b.p(r.MessageUUID) + ", " + b.p(nonNilBytes(r.Payload)) + ", " +
 			b.p(r.Metadata) + ", 'PENDING', 0, " + b.t(r.CreatedAt) + ", " + b.t(r.CreatedAt) + ", " +

@@ -201,10 +201,7 @@ func (d *Oracle) InboxDeleteBefore(cutoff time.Time, limit int) Query {
 // then.
 func (d *Oracle) DLQUpsertConsumer(r DLQRow) Query {
 	var b binder
-	var key any
-	if r.Key != "" {
-		key = r.Key
-	}
+	key := nullable(r.Key)
 	var eventID any
 	// The ON conditions spell the expressions of the function-based unique
 	// indexes, so that the MERGE finds the row through them.

@@ -140,10 +140,7 @@ func (d *PostgreSQL) MaxRowsPerInsert() int { return postgresMaxBindParams / eve
 func (d *PostgreSQL) EventsInsert(rows []EventRow) Query {
 	args := make([]any, 0, len(rows)*eventInsertParams)
 	for _, r := range rows {
-		var key any
-		if r.Key != "" {
-			key = r.Key
-		}
+		key := nullable(r.Key)
 		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID,
 			nonNilBytes(r.Payload), r.Metadata, r.CreatedAt)
 	}
@@ -178,6 +175,14 @@ func (d *PostgreSQL) eventsInsertSQL(n int) string {
 		b = append(b, ')')
 	}
 	return string(b)
+}
+
+// nullable returns nil for "" (stored as NULL) and s otherwise.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func nonNilBytes(b []byte) []byte {

@@ -50,10 +50,7 @@ func (d *PostgreSQL) DLQUpsertConsumer(r DLQRow) Query {
 	} else {
 		conflict = "(message_uuid, source, handler_name) WHERE event_id IS NULL"
 	}
-	var key any
-	if r.Key != "" {
-		key = r.Key
-	}
+	key := nullable(r.Key)
 	return Query{
 		SQL: "INSERT INTO " + d.tables.DLQ + ` AS q (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,

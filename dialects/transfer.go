@@ -81,11 +81,3 @@ func statusArgs(ss []oncebox.DLQStatus) []any {
 	}
 	return out
 }
-
-// nullable returns nil for "" (stored as NULL) and s otherwise.
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
