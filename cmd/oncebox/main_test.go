@@ -33,7 +33,8 @@ type result struct {
 
 type cli struct {
 	t           *testing.T
-	schema      *pgtest.Schema // nil: no --schema/--dsn
+	schema      *pgtest.Schema // nil: no --schema/--dsn, unless dsn is set
+	dsn, name   string         // another database's --dsn and --schema
 	interactive bool
 }
 
@@ -47,6 +48,8 @@ func (c *cli) run(stdin string, args ...string) result {
 	var full []string
 	if c.schema != nil {
 		full = append(full, "--dsn", pgtest.DSN(), "--schema", c.schema.Name)
+	} else if c.dsn != "" {
+		full = append(full, "--dsn", c.dsn, "--schema", c.name)
 	}
 	full = append(full, args...)
 	var out, errOut bytes.Buffer

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -56,13 +54,8 @@ func TestCLIOnMariaDB(t *testing.T) {
 	}
 	env := tg.NewEmpty(t)
 	schema := strings.Split(env.Tables.Events, ".")[0]
-	dsn := "mysql://root@127.0.0.1:3306/test"
-	run := func(args ...string) result {
-		t.Helper()
-		var out, errOut bytes.Buffer
-		code := runEnv(env_(append([]string{"--dsn", dsn, "--schema", schema}, args...), &out, &errOut))
-		return result{code: code, stdout: out.String(), stderr: errOut.String()}
-	}
+	c := &cli{t: t, dsn: "mysql://root@127.0.0.1:3306/test", name: schema}
+	run := func(args ...string) result { t.Helper(); return c.run("", args...) }
 
 	r := run("migrate")
 	require.Equal(t, 0, r.code, r.stderr)
@@ -104,10 +97,4 @@ func TestCLIOnMariaDB(t *testing.T) {
 	r = run("dlq", "resolve", rowID.String())
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, 1, env.Count(t, env.Tables.DLQ, "status = 'RESOLVED'"))
-}
-
-func env_(args []string, out, errOut *bytes.Buffer) env {
-	return env{args: args, stdin: strings.NewReader(""), stdout: out, stderr: errOut,
-		clock: clockwork.NewFakeClockAt(now), interactive: func() bool { return false },
-		getenv: func(string) string { return "" }}
 }
