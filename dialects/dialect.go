@@ -310,26 +310,6 @@ const (
 	InsertMerge
 )
 
-// placeholders writes rows groups of cols placeholders, "(…),(…)", counting
-// from 1, into b.
-func placeholders(b *strings.Builder, style PlaceholderStyle, rows, cols int) {
-	n := 1
-	for r := 0; r < rows; r++ {
-		if r > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("(")
-		for c := 0; c < cols; c++ {
-			if c > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(style.Format(n))
-			n++
-		}
-		b.WriteString(")")
-	}
-}
-
 // splitStatements splits a migration script into statements at every
 // semicolon that ends a line. Scripts of PostgreSQL and MySQL are written so
 // that no statement has a semicolon at the end of an inner line.

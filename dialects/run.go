@@ -166,9 +166,6 @@ func chunks[T any](s []T, n int, fn func([]T) error) error {
 	return nil
 }
 
-// errNoRows reports a statement that should have returned a row.
-var errNoRows = errors.New("no row")
-
 // errStaleFinalize ends the fast path of markProcessed: some ids were not
 // this claim's to mark any more.
 var errStaleFinalize = errors.New("stale finalize")

@@ -55,12 +55,6 @@ func (r *recorder) Publish(topic string, msgs ...*message.Message) error {
 
 func (r *recorder) Close() error { return nil }
 
-func (r *recorder) delivered() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.got)
-}
-
 func (r *recorder) deliveries() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
