@@ -138,6 +138,12 @@ type Dialect interface {
 	// DLQUpsertConsumer stores a poison message, or counts one more attempt
 	// on the row the same message and handler already have.
 	DLQUpsertConsumer(r DLQRow) Query
+	// DLQConsumerPayload selects the payload (one binary column) of the
+	// consumer-side row of eventID and handler, which DLQUpsertConsumer
+	// would count one more attempt on; no row when there is none. The
+	// poison queue reads it to tell a redelivery from another message that
+	// carries the same event id.
+	DLQConsumerPayload(eventID oncebox.EventID, handler string) Query
 
 	// DLQGet selects one DLQ row by id, columns in the order of
 	// DLQRecord.ScanTargets; no row when it does not exist.

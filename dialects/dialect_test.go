@@ -119,6 +119,7 @@ func TestPostgreSQLDLQGolden(t *testing.T) {
 	for _, c := range append(dlqStoreQueries(d),
 		namedQuery{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
 		namedQuery{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+		namedQuery{"DLQConsumerPayload", d.DLQConsumerPayload(oncebox.EventID{0x01}, "h")},
 	) {
 		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)
 		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)

@@ -176,6 +176,15 @@ ON DUPLICATE KEY UPDATE
     retry_count = retry_count + 1, last_error = VALUES(last_error),
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at)`,
 		Args: []any{d.EncodeID(r.ID), eventID, r.HandlerName, r.EventType, r.Topic, key, r.MessageUUID,
-			nonNilBytes(r.Payload), r.Metadata, r.Error, at, at, at, at, at},
+			nonNilBytes(r.Payload), r.Metadata, errorText(r.Error), at, at, at, at, at},
+	}
+}
+
+// DLQConsumerPayload implements Dialect. Index: the unique key
+// outbox_dlq_events_event_uq (event_id, source, handler_name).
+func (d *MySQL) DLQConsumerPayload(eventID oncebox.EventID, handler string) Query {
+	return Query{
+		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = ? AND source = 'consumer' AND handler_name = ?",
+		Args: []any{d.EncodeID(eventID), handler},
 	}
 }

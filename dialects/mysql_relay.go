@@ -146,7 +146,7 @@ func (d *MySQL) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now 
 	column("status", func(r FailedEvent) (string, any) { return "?", string(r.Status) })
 	column("retry_count", func(r FailedEvent) (string, any) { return strconv.Itoa(r.RetryCount), nil })
 	column("next_retry_at", func(r FailedEvent) (string, any) { return "?", mysqlTime(r.NextRetryAt) })
-	column("last_error", func(r FailedEvent) (string, any) { return "?", r.Error })
+	column("last_error", func(r FailedEvent) (string, any) { return "?", errorText(r.Error) })
 	b.WriteString("\n    first_failed_at = COALESCE(first_failed_at, ?), claim_token = NULL, claimed_at = NULL, updated_at = ?")
 	b.WriteString("\n WHERE id IN (")
 	for i, r := range rows {

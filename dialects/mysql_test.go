@@ -158,6 +158,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 			EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m", Payload: []byte("p"), Metadata: "{}", Error: "e", FailedAt: at})},
 		{"DLQUpsertConsumer (no event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, HandlerName: "h",
 			EventType: "a", Topic: "ta", MessageUUID: "m", Metadata: "{}", Error: "e", FailedAt: at})},
+		{"DLQConsumerPayload", d.DLQConsumerPayload(id2, "h")},
 		{"TransferDLQToOutbox: DLQToRetryProbe", d.DLQToRetryProbe()},
 		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
 		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},

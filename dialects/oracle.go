@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
@@ -96,25 +95,6 @@ func oraText(s string) string {
 		return oracleEmpty
 	}
 	return s
-}
-
-// oracleMaxErrorBytes bounds the error texts the dialect binds: go-ora sends
-// a string over 4,000 bytes (32,767 with MAX_STRING_SIZE = EXTENDED) as
-// LONG, which Oracle refuses as a function argument (TO_CLOB) or a CASE
-// result. last_error keeps the first 4,000 bytes.
-const oracleMaxErrorBytes = 4000
-
-// oraError returns s cut to at most oracleMaxErrorBytes bytes, at a UTF-8
-// character boundary.
-func oraError(s string) string {
-	if len(s) <= oracleMaxErrorBytes {
-		return s
-	}
-	cut := oracleMaxErrorBytes
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }
 
 // oraTime is a time argument: always UTC, bound with SYS_EXTRACT_UTC in the

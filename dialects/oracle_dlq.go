@@ -220,14 +220,25 @@ func (d *Oracle) DLQUpsertConsumer(r DLQRow) Query {
 		b.t(r.FailedAt) + " AS failed_at FROM DUAL"
 	var s strings.Builder
 	s.WriteString("MERGE INTO " + d.tables.DLQ + " q\nUSING (" + using + ") s\n   ON (" + on + ")")
-	s.WriteString("\n WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = " + b.p(oraError(r.Error)) +
+	s.WriteString("\n WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = " + b.p(errorText(r.Error)) +
 		",\n      q.last_failed_at = s.failed_at, q.updated_at = s.failed_at")
 	s.WriteString(`
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
       message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
       last_failed_at, moved_at, updated_at)
       VALUES (s.id, s.event_id, 'consumer', s.handler_name, ` + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(key) +
-		",\n      s.message_uuid, " + b.p(nonNilBytes(r.Payload)) + ", " + b.p(r.Metadata) + ", 'MOVED', 1, " + b.p(oraError(r.Error)) +
+		",\n      s.message_uuid, " + b.p(nonNilBytes(r.Payload)) + ", " + b.p(r.Metadata) + ", 'MOVED', 1, " + b.p(errorText(r.Error)) +
 		",\n      s.failed_at, s.failed_at, s.failed_at, s.failed_at, s.failed_at)")
 	return b.query(s.String())
+}
+
+// DLQConsumerPayload implements Dialect. The conditions spell the
+// expressions of the function-based unique index on (event_id, source,
+// handler_name), so that the lookup goes through it; ” is stored as ' '.
+func (d *Oracle) DLQConsumerPayload(eventID oncebox.EventID, handler string) Query {
+	var b binder
+	return b.query("SELECT payload FROM " + d.tables.DLQ +
+		"\n WHERE CASE WHEN event_id IS NOT NULL THEN event_id END = " + b.p(d.EncodeID(eventID)) +
+		"\n   AND CASE WHEN event_id IS NOT NULL THEN source END = 'consumer'" +
+		"\n   AND CASE WHEN event_id IS NOT NULL THEN handler_name END = " + b.p(oraText(handler)))
 }

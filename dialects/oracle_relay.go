@@ -95,7 +95,7 @@ func (d *Oracle) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now
 		cases("status", func(r FailedEvent) string { return b.p(string(r.Status)) }) + ",\n       " +
 		cases("retry_count", func(r FailedEvent) string { return b.p(r.RetryCount) }) + ",\n       " +
 		cases("next_retry_at", func(r FailedEvent) string { return b.t(r.NextRetryAt) }) + ",\n       " +
-		cases("last_error", func(r FailedEvent) string { return "TO_CLOB(" + b.p(oraError(r.Error)) + ")" }) + ",\n       " +
+		cases("last_error", func(r FailedEvent) string { return "TO_CLOB(" + b.p(errorText(r.Error)) + ")" }) + ",\n       " +
 		"first_failed_at = COALESCE(first_failed_at, " + b.t(now) + "),\n       " +
 		"claim_token = NULL, claimed_at = NULL, updated_at = " + b.t(now)
 	ids := make([]oncebox.EventID, len(rows))
@@ -120,11 +120,11 @@ func (d *Oracle) eventsMarkFailedMerge(token oncebox.EventID, rows []FailedEvent
 		if i == 0 {
 			s.WriteString("SELECT " + b.p(d.EncodeID(r.ID)) + " AS id, " + b.p(string(r.Status)) + " AS status, " +
 				b.p(r.RetryCount) + " AS retry_count, " + b.t(r.NextRetryAt) + " AS next_retry_at, " +
-				b.p(oraError(r.Error)) + " AS last_error FROM DUAL")
+				b.p(errorText(r.Error)) + " AS last_error FROM DUAL")
 			continue
 		}
 		s.WriteString("\n       UNION ALL SELECT " + b.p(d.EncodeID(r.ID)) + ", " + b.p(string(r.Status)) + ", " +
-			b.p(r.RetryCount) + ", " + b.t(r.NextRetryAt) + ", " + b.p(oraError(r.Error)) + " FROM DUAL")
+			b.p(r.RetryCount) + ", " + b.t(r.NextRetryAt) + ", " + b.p(errorText(r.Error)) + " FROM DUAL")
 	}
 	s.WriteString(`) u
    ON (e.id = u.id)

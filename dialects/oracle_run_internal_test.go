@@ -387,13 +387,16 @@ func TestOracleTransactionsUseTheDefaultIsolation(t *testing.T) {
 	require.Nil(t, oracleTx)
 }
 
-func TestOracleErrorTextIsCutAtACharacter(t *testing.T) {
+// Every dialect binds an error text cleaned and cut at a character: go-ora
+// binds a string over 4,000 bytes as LONG, which Oracle refuses in TO_CLOB.
+func TestErrorTextIsCleanAndCutAtACharacter(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "short", oraError("short"))
+	require.Equal(t, "short", errorText("short"))
 	long := strings.Repeat("a", 3999) + "é" + "tail" // é is 2 bytes, at 3999-4000
-	got := oraError(long)
+	got := errorText(long)
 	require.Equal(t, strings.Repeat("a", 3999), got, "not cut inside é")
-	require.Len(t, oraError(strings.Repeat("b", 5000)), 4000)
+	require.Len(t, errorText(strings.Repeat("b", 5000)), 4000)
+	require.Equal(t, "a\uFFFDb\uFFFD", errorText("a\x00b\xff"))
 }
 
 // goldenInternal compares got with testdata/name, or rewrites it when the

@@ -154,6 +154,7 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 			Metadata: "{}", Error: "boom", FailedAt: at})},
 		{"DLQUpsertConsumer (no event id, handler '')", d.DLQUpsertConsumer(dialects.DLQRow{ID: id2, EventType: "order-created",
 			Topic: "orders", MessageUUID: "m1", Metadata: "{}", Error: "boom", FailedAt: at})},
+		{"DLQConsumerPayload (handler '')", d.DLQConsumerPayload(id1, "")},
 		{"Backlog", d.Backlog()},
 	}
 	qs = append(qs, dlqStoreQueries(d)...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 )
 
 //go:embed migrations
@@ -229,3 +230,9 @@ func renderMigrationsWith(dir string, data any, split func(string) []string) ([]
 	}
 	return out, nil
 }
+
+// errorText is an error text as every dialect binds it to last_error:
+// cleaned and cut by dbtext, so that no error, whatever it holds, can make
+// the statement that records an outcome fail. The relay and the poison
+// queue clean it too; this keeps a caller of the seam from forgetting.
+func errorText(s string) string { return dbtext.Text(s, dbtext.MaxErrorBytes) }

@@ -2,6 +2,8 @@ package dialects
 
 import (
 	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
 // InboxInsert implements Dialect: record one processed id unless present.
@@ -60,6 +62,15 @@ ON CONFLICT ` + conflict + ` DO UPDATE
    SET retry_count = q.retry_count + 1, last_error = EXCLUDED.last_error,
        last_failed_at = EXCLUDED.last_failed_at, updated_at = EXCLUDED.updated_at`,
 		Args: []any{d.EncodeID(r.ID), eventID, r.HandlerName, r.EventType, r.Topic, key, r.MessageUUID,
-			nonNilBytes(r.Payload), r.Metadata, r.Error, r.FailedAt},
+			nonNilBytes(r.Payload), r.Metadata, errorText(r.Error), r.FailedAt},
+	}
+}
+
+// DLQConsumerPayload implements Dialect. Index: the unique index on
+// (event_id, source, handler_name).
+func (d *PostgreSQL) DLQConsumerPayload(eventID oncebox.EventID, handler string) Query {
+	return Query{
+		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = $1 AND source = 'consumer' AND handler_name = $2",
+		Args: []any{d.EncodeID(eventID), handler},
 	}
 }

@@ -62,7 +62,7 @@ func (d *PostgreSQL) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent,
 	next := make([]time.Time, len(rows))
 	errs := make([]string, len(rows))
 	for i, r := range rows {
-		ids[i], statuses[i], counts[i], next[i], errs[i] = r.ID.String(), string(r.Status), int32(r.RetryCount), r.NextRetryAt, r.Error
+		ids[i], statuses[i], counts[i], next[i], errs[i] = r.ID.String(), string(r.Status), int32(r.RetryCount), r.NextRetryAt, errorText(r.Error)
 	}
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` e

@@ -1,9 +1,10 @@
 package middleware
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
@@ -113,6 +115,10 @@ func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	}
 }
 
+// plainError is stored in place of a handler's error that the database
+// refused (see store).
+const plainError = "oncebox: the handler's error (%d bytes) could not be stored; see the consumer's log for message %s"
+
 func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 	id, err := oncebox.NewEventID()
 	if err != nil {
@@ -122,56 +128,88 @@ func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 	topic := message.SubscribeTopicFromCtx(ctx)
 	row := dialects.DLQRow{
 		ID:          id,
-		HandlerName: clip(message.HandlerNameFromCtx(ctx), MaxKeyLength),
-		EventType:   clip(firstNonEmpty(msg.Metadata.Get(oncebox.HeaderEventType), topic, "unknown"), MaxKeyLength),
-		Topic:       clip(firstNonEmpty(topic, "unknown"), MaxKeyLength),
-		Key:         clip(sanitize(oncebox.Key(msg)), MaxKeyLength),
-		MessageUUID: clip(firstNonEmpty(sanitize(msg.UUID), "unknown"), MaxKeyLength),
+		HandlerName: dbtext.Text(message.HandlerNameFromCtx(ctx), MaxKeyLength),
+		EventType:   dbtext.Text(firstNonEmpty(msg.Metadata.Get(oncebox.HeaderEventType), topic, "unknown"), MaxKeyLength),
+		Topic:       dbtext.Text(firstNonEmpty(topic, "unknown"), MaxKeyLength),
+		Key:         dbtext.Text(oncebox.Key(msg), MaxKeyLength),
+		MessageUUID: firstNonEmpty(dbtext.Text(msg.UUID, MaxKeyLength), "unknown"),
 		Payload:     msg.Payload,
-		Metadata:    metadata.Encode(sanitizeMetadata(msg.Metadata)),
-		Error:       clip(sanitize(handlerErr.Error()), 4000),
+		Metadata:    metadata.Encode(dbtext.Map(msg.Metadata)),
+		Error:       dbtext.Error(handlerErr),
 		FailedAt:    p.config.Clock.Now().UTC(),
 	}
 	if eventID, err := oncebox.ParseEventID(p.config.Key(msg)); err == nil {
 		row.EventID = &eventID
+		if err := p.keepApart(ctx, &row); err != nil {
+			return err
+		}
 	}
-	q := p.config.Dialect.DLQUpsertConsumer(row)
-	if _, err := p.config.DB.ExecContext(ctx, q.SQL, q.Args...); err != nil {
-		return fmt.Errorf("oncebox: poison queue: store message %s: %w", msg.UUID, err)
+	err = p.exec(ctx, row)
+	if err == nil {
+		return nil
+	}
+	// The database refused the row. Whatever in the handler's error it could
+	// not take (a trigger, a column rule nobody foresaw) must not make the
+	// message come back forever: store it once more with a plain error text.
+	// If that fails too, the database itself is the problem: the message is
+	// nacked and redelivered, and the failure is logged and reported.
+	row.Error = fmt.Sprintf(plainError, len(row.Error), row.MessageUUID)
+	if err2 := p.exec(ctx, row); err2 != nil {
+		return errors.Join(err, err2)
+	}
+	p.logger.Error("The handler's error could not be stored; the message was parked with a plain text", err,
+		watermill.LogFields{"message_uuid": msg.UUID, "handler": row.HandlerName})
+	if p.config.OnStoreFailed != nil {
+		p.config.OnStoreFailed(row.HandlerName, err)
 	}
 	return nil
 }
 
-// sanitize makes s storable as text: valid UTF-8 without NUL. A poison
-// message is stored whatever it carries; nothing it holds may make the store
-// fail.
-func sanitize(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+// keepApart decides where a message with an event id is stored. The row of
+// the same event id and handler normally holds the same message (a
+// redelivery, or a crash between storing and acking), which counts one more
+// attempt on it. A different payload under the same id is another message
+// (a producer that reused an id, or a forged one): merging it would keep its
+// payload nowhere, so it is stored apart, keyed by its message UUID like a
+// message without an event id, and the collision is logged.
+func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error {
+	q := p.config.Dialect.DLQConsumerPayload(*row.EventID, row.HandlerName)
+	rows, err := p.config.DB.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return fmt.Errorf("oncebox: poison queue: store message %s: read the DLQ row of event %s: %w", row.MessageUUID, row.EventID, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return iterErr(rows)
+	}
+	var stored []byte
+	if err := rows.Scan(&stored); err != nil {
+		return fmt.Errorf("oncebox: poison queue: store message %s: read the DLQ row of event %s: %w", row.MessageUUID, row.EventID, err)
+	}
+	if !bytes.Equal(stored, row.Payload) {
+		p.logger.Error("Another message carries the event id of a parked one; it is parked apart, by message UUID", nil,
+			watermill.LogFields{"event_id": row.EventID.String(), "message_uuid": row.MessageUUID, "handler": row.HandlerName})
+		row.EventID = nil
+	}
+	return nil
 }
 
-func sanitizeMetadata(md message.Metadata) map[string]string {
-	out := make(map[string]string, len(md))
-	for k, v := range md {
-		if k = sanitize(k); k != "" {
-			out[k] = sanitize(v)
-		}
+// iterErr is the iteration error of rows, for the drivers whose rows have
+// one (watermill-sql's Rows interface does not declare it).
+func iterErr(rows wsql.Rows) error {
+	if r, ok := rows.(interface{ Err() error }); ok {
+		return r.Err()
 	}
-	return out
+	return nil
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+func (p *PoisonQueue) exec(ctx context.Context, row dialects.DLQRow) error {
+	q := p.config.Dialect.DLQUpsertConsumer(row)
+	if _, err := p.config.DB.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+		return fmt.Errorf("oncebox: poison queue: store message %s: %w", row.MessageUUID, err)
 	}
-	s = s[:n]
-	for !utf8ValidTail(s) {
-		s = s[:len(s)-1]
-	}
-	return s
+	return nil
 }
-
-// utf8ValidTail reports whether cutting s did not split a rune.
-func utf8ValidTail(s string) bool { return strings.ToValidUTF8(s, "") == s }
 
 func firstNonEmpty(vs ...string) string {
 	for _, v := range vs {

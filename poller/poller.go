@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -270,7 +271,7 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 			confirmed = append(confirmed, e.ID)
 		case outcomeFailed:
 			attempt := e.RetryCount + 1
-			f := dialects.FailedEvent{ID: e.ID, RetryCount: attempt, Error: truncate(r.err.Error(), 4000)}
+			f := dialects.FailedEvent{ID: e.ID, RetryCount: attempt, Error: dbtext.Error(r.err)}
 			final := attempt > ec.MaxRetries
 			if final {
 				f.Status, f.NextRetryAt = oncebox.StatusFailed, now
@@ -312,7 +313,9 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 		}
 	}
 	if len(failed) > 0 {
-		exec(p.d.EventsMarkFailed(token, failed, now), len(failed), "failed")
+		if err := p.markFailed(ec, token, failed, now); err != nil {
+			errs = append(errs, err)
+		}
 		for _, f := range failures {
 			p.logger.Error("Event send failed", f.Err, watermill.LogFields{"event_type": ec.EventType,
 				"event_id": f.ID.String(), "attempt": f.Attempt, "final": f.Final, "next_retry_at": f.NextRetryAt})
@@ -331,6 +334,44 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 		p.config.Hooks.BrokerUnavailable(ec.EventType, len(released), unavailableErr)
 	}
 	return len(released) > 0, errors.Join(errs...)
+}
+
+// markFailed records the failed attempts. Should the database refuse the
+// statement, it is run once more with a plain text in place of each error:
+// the attempt must be counted whatever the publisher's error said, or a
+// rejected event would be recovered without an attempt and sent forever
+// (the rule in docs/design.md). The original errors are in the relay's log.
+func (p *Poller) markFailed(ec oncebox.EventConfig, token oncebox.EventID, failed []dialects.FailedEvent, now time.Time) error {
+	run := func(fs []dialects.FailedEvent) error {
+		ctx, cancel := p.finalizeCtx()
+		defer cancel()
+		return p.withConn(ctx, func() error {
+			n, err := p.d.Exec(ctx, p.db, p.d.EventsMarkFailed(token, fs, now))
+			if err != nil {
+				return err
+			}
+			p.staleCheck(ec, "failed", len(fs), int(n))
+			return nil
+		})
+	}
+	err := run(failed)
+	if err == nil {
+		return nil
+	}
+	plain := make([]dialects.FailedEvent, len(failed))
+	for i, f := range failed {
+		f.Error = fmt.Sprintf("oncebox: the publisher's error (%d bytes) could not be stored; see the relay's log for event %s", len(f.Error), f.ID)
+		plain[i] = f
+	}
+	if err2 := run(plain); err2 != nil {
+		// The rows stay IN_PROCESS and the recovery returns them to PENDING
+		// after max-batch-processing-time; the poll's error is logged and
+		// counted (PollDone).
+		return fmt.Errorf("oncebox: mark %d events of %q failed: %w", len(failed), ec.EventType, errors.Join(err, err2))
+	}
+	p.logger.Error("The publisher's error could not be stored; the attempt was recorded with a plain text", err,
+		watermill.LogFields{"event_type": ec.EventType, "events": len(failed)})
+	return nil
 }
 
 // markProcessed marks the confirmed ids PROCESSED and returns those it
@@ -369,11 +410,4 @@ func (p *Poller) wakeDLQ() {
 	case p.dlqWake <- struct{}{}:
 	default:
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

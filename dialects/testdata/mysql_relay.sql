@@ -128,6 +128,10 @@ ON DUPLICATE KEY UPDATE
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] <nil> h a ta <nil> m [] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
 
+-- DLQConsumerPayload
+SELECT payload FROM outbox_dlq_events WHERE event_id = ? AND source = 'consumer' AND handler_name = ?;
+-- args: [[2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] h]
+
 -- TransferDLQToOutbox: DLQToRetryProbe
 SELECT 1 FROM outbox_dlq_events WHERE status = 'TO_RETRY' LIMIT 1;
 -- args: []

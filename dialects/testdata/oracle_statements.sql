@@ -234,6 +234,14 @@ USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, 
 /
 -- args: [0x02000000000000000000000000000000, NULL, " ", "m1", 2026-11-30T12:00:00Z, "boom", "order-created", "orders", NULL, 0x, "{}", "boom"]
 
+-- DLQConsumerPayload (handler '')
+SELECT payload FROM outbox_dlq_events
+ WHERE CASE WHEN event_id IS NOT NULL THEN event_id END = :1
+   AND CASE WHEN event_id IS NOT NULL THEN source END = 'consumer'
+   AND CASE WHEN event_id IS NOT NULL THEN handler_name END = :2
+/
+-- args: [0x01000000000000000000000000000000, " "]
+
 -- Backlog
 SELECT 'outbox', event_type, status, count(*), min(created_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS TIMESTAMP(6)) FROM outbox_dlq_events GROUP BY source, status
 /

@@ -122,3 +122,7 @@ DELETE FROM outbox_dlq_events WHERE id IN (SELECT id FROM outbox_dlq_events
  WHERE status = 'RESOLVED' AND moved_at < $1 AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED);
 -- args: [2026-11-30 12:00:00 +0000 UTC 1000]
 
+-- DLQConsumerPayload
+SELECT payload FROM outbox_dlq_events WHERE event_id = $1 AND source = 'consumer' AND handler_name = $2;
+-- args: [01000000-0000-0000-0000-000000000000 h]
+
