@@ -137,6 +137,7 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	ih.OnCleanerRun(middleware.JobResult{Rows: 1})
 	poison.OnParked("h", nil)
 	poison.OnStoreFailed("h", nil)
+	poison.OnNacked("h", nil)
 	actions.OnAction(dlq.ActionRetry, 1)
 	return reg
 }

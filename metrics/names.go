@@ -40,6 +40,7 @@ const (
 
 	NamePoisonParked        = "oncebox_poison_parked_total"
 	NamePoisonStoreFailures = "oncebox_poison_store_failures_total"
+	NamePoisonNacked        = "oncebox_poison_nacked_total"
 	NameDLQActions          = "oncebox_dlq_actions_total"
 
 	NameOutboxEvents              = "oncebox_outbox_events"
@@ -57,7 +58,7 @@ var names = []string{
 	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
-	NamePoisonParked, NamePoisonStoreFailures, NameDLQActions,
+	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,
 	NameOutboxEvents, NameOutboxOldestPendingAge, NameDLQEvents, NameBacklogRefreshErrors,
 	NameBacklogLastRefreshSuccess,
 }

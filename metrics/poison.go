@@ -5,24 +5,27 @@ import (
 )
 
 // PoisonHooks counts what a middleware.PoisonQueue does. Build it with
-// NewPoisonHooks and set its methods as middleware.PoisonConfig.OnParked and
-// OnStoreFailed. It is safe for concurrent use.
+// NewPoisonHooks and set its methods as middleware.PoisonConfig.OnParked,
+// OnStoreFailed and OnNacked. It is safe for concurrent use.
 type PoisonHooks struct {
 	parked        *prometheus.CounterVec
 	storeFailures *prometheus.CounterVec
+	nacked        *prometheus.CounterVec
 }
 
 // NewPoisonHooks creates the poison queue metrics
-// (oncebox_poison_parked_total, oncebox_poison_store_failures_total) and
-// registers them with reg.
+// (oncebox_poison_parked_total, oncebox_poison_store_failures_total,
+// oncebox_poison_nacked_total) and registers them with reg.
 func NewPoisonHooks(reg prometheus.Registerer) (*PoisonHooks, error) {
 	h := &PoisonHooks{
 		parked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePoisonParked,
 			Help: "Messages whose handler failed and that the poison queue stored in the DLQ, by handler."}, []string{"handler"}),
 		storeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePoisonStoreFailures,
 			Help: "Messages the poison queue could not store in the DLQ (nacked, redelivered), by handler."}, []string{"handler"}),
+		nacked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePoisonNacked,
+			Help: "Handler errors the poison queue took for transient and returned (nacked, redelivered) instead of parking, by handler. A rate that does not fall means a message comes back forever."}, []string{"handler"}),
 	}
-	for _, c := range []prometheus.Collector{h.parked, h.storeFailures} {
+	for _, c := range []prometheus.Collector{h.parked, h.storeFailures, h.nacked} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -39,6 +42,12 @@ func (h *PoisonHooks) OnParked(handler string, _ error) {
 // message that could not be stored.
 func (h *PoisonHooks) OnStoreFailed(handler string, _ error) {
 	h.storeFailures.WithLabelValues(handler).Inc()
+}
+
+// OnNacked is a middleware.PoisonConfig.OnNacked: it counts a handler error
+// that was returned for redelivery instead of parked.
+func (h *PoisonHooks) OnNacked(handler string, _ error) {
+	h.nacked.WithLabelValues(handler).Inc()
 }
 
 // DLQActionHooks counts the operator actions on the DLQ (REST handler and

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -27,7 +28,7 @@ func TestPoisonHooks(t *testing.T) {
 	require.Error(t, err, "one PoisonHooks per registry")
 
 	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect,
-		OnParked: h.OnParked, OnStoreFailed: h.OnStoreFailed}, nil)
+		OnParked: h.OnParked, OnStoreFailed: h.OnStoreFailed, OnNacked: h.OnNacked}, nil)
 	require.NoError(t, err)
 	failing := poison.Middleware(func(*message.Message) ([]*message.Message, error) {
 		return nil, errors.New("cannot parse")
@@ -51,6 +52,13 @@ func TestPoisonHooks(t *testing.T) {
 	require.Error(t, err, "not stored: nacked")
 	require.Equal(t, 1.0, mustValue(t, reg, metrics.NamePoisonStoreFailures, map[string]string{"handler": ""}))
 	require.Equal(t, 2.0, mustValue(t, reg, metrics.NamePoisonParked, map[string]string{"handler": ""}))
+
+	// A transient error is returned for redelivery and counted.
+	_, err = poison.Middleware(func(*message.Message) ([]*message.Message, error) {
+		return nil, fmt.Errorf("save: %w", context.DeadlineExceeded)
+	})(event(newID()))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NamePoisonNacked, map[string]string{"handler": ""}))
 
 	h.OnParked("billing", nil)
 	require.Equal(t, 1.0, mustValue(t, reg, metrics.NamePoisonParked, map[string]string{"handler": "billing"}))

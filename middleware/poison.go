@@ -28,8 +28,13 @@ type PoisonConfig struct {
 	// header. A key that is not a UUID is stored as no event id; such rows
 	// are unique by message UUID instead.
 	Key KeyFunc
-	// ShouldPoison decides which handler errors park the message. Default:
-	// every error.
+	// ShouldPoison decides which handler errors park the message; the others
+	// are returned, so the message is nacked and redelivered. Default: every
+	// error except those dialects.IsTransient recognises as "try later" (the
+	// handler's database or broker unreachable or restarting, a deadlock or
+	// lock timeout, a deadline, a shutdown). Such an error that never goes
+	// away makes the message come back forever: each is reported to
+	// OnNacked (metrics.NewPoisonHooks counts them) and logged by the router.
 	ShouldPoison func(err error) bool
 	// Clock stamps the failure. Default: the real clock.
 	Clock clockwork.Clock
@@ -37,6 +42,10 @@ type PoisonConfig struct {
 	// with the handler's name and the handler's error. It is called
 	// synchronously on the handler's goroutine: return quickly.
 	OnParked func(handler string, err error)
+	// OnNacked, if set, is called when a handler error is returned instead
+	// of parked because ShouldPoison said so, with the handler's name and
+	// the error. Called synchronously: return quickly.
+	OnNacked func(handler string, err error)
 	// OnStoreFailed, if set, is called when a message could not be stored
 	// in the DLQ (it is nacked and redelivered), with the handler's name
 	// and the store's error. Called synchronously: return quickly.
@@ -67,7 +76,7 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
 	if config.ShouldPoison == nil {
-		config.ShouldPoison = func(error) bool { return true }
+		config.ShouldPoison = func(err error) bool { return !dialects.IsTransient(err) }
 	}
 	if config.Clock == nil {
 		config.Clock = clockwork.NewRealClock()
@@ -88,10 +97,16 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
 		produced, err := h(msg)
-		if err == nil || !p.config.ShouldPoison(err) {
-			return produced, err
+		if err == nil {
+			return produced, nil
 		}
 		handler := message.HandlerNameFromCtx(msg.Context())
+		if !p.config.ShouldPoison(err) {
+			if p.config.OnNacked != nil {
+				p.config.OnNacked(handler, err)
+			}
+			return produced, err
+		}
 		fields := watermill.LogFields{
 			"message_uuid": msg.UUID,
 			"handler":      handler,

@@ -3,6 +3,8 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
@@ -133,4 +136,65 @@ func TestPoisonQueueStoreFailureHookAndLog(t *testing.T) {
 	require.NoError(t, err)
 	_, err = plain.Middleware(func(*message.Message) ([]*message.Message, error) { return nil, errors.New("bad") })(event(newKey(t)))
 	require.Error(t, err)
+}
+
+// A handler error that means "try later" (here a real one: its database
+// refused the connection) is nacked, not parked: the message comes back and
+// is handled once the database is there again. A plain error still parks.
+func TestPoisonQueueNacksTransientErrorsAndParksTheRest(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, refused := pgx.Connect(context.Background(), "postgres://root@"+down+"/test?sslmode=disable")
+	require.Error(t, refused)
+
+	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	t.Cleanup(func() { _ = pubSub.Close() })
+	calls := &poisonCalls{}
+	var mu sync.Mutex
+	var nacked []error
+	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed,
+		OnNacked: func(_ string, err error) { mu.Lock(); nacked = append(nacked, err); mu.Unlock() }}, nil)
+	require.NoError(t, err)
+	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	require.NoError(t, err)
+	router.AddMiddleware(poison.Middleware)
+	var handled sync.Map
+	tries := map[string]int{}
+	router.AddConsumerHandler("h", "orders", pubSub, func(msg *message.Message) error {
+		mu.Lock()
+		tries[string(msg.Payload)]++
+		n := tries[string(msg.Payload)]
+		mu.Unlock()
+		switch {
+		case string(msg.Payload) == "transient" && n == 1:
+			return fmt.Errorf("save order: %w", refused)
+		case string(msg.Payload) == "poison":
+			return errors.New("cannot parse order")
+		}
+		handled.Store(string(msg.Payload), true)
+		return nil
+	})
+	runRouter(t, router)
+
+	for _, p := range []string{"transient", "poison"} {
+		msg := event(newKey(t))
+		msg.Payload = []byte(p)
+		require.NoError(t, pubSub.Publish("orders", msg))
+	}
+	require.Eventually(t, func() bool {
+		_, ok := handled.Load("transient")
+		parked, _ := calls.counts()
+		return ok && parked == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, nacked, 1, "the transient error was nacked once")
+	require.ErrorIs(t, nacked[0], refused)
+	require.Equal(t, 2, tries["transient"], "redelivered, then handled")
+	require.Equal(t, 1, b.schema.Count(t, b.schema.Dialect.Tables().DLQ, ""), "only the poison message is parked")
 }

@@ -156,12 +156,21 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.router.AddMiddleware(
-		poison.Middleware, // 1. outermost: parks what Retry gave up on, then acks it
-		wmw.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2, Logger: cfg.Logger}.Middleware, // 2.
-		inbox.Middleware, // 3. innermost: every attempt is a fresh transaction
+		poison.Middleware,           // 1. outermost: parks what Retry gave up on, then acks it
+		RetryPolicy(cfg).Middleware, // 2.
+		inbox.Middleware,            // 3. innermost: every attempt is a fresh transaction
 	)
 	s.router.AddConsumerHandler(HandlerName, topic, cfg.Subscriber, s.shipOrder)
 	return s, nil
+}
+
+// RetryPolicy is the Retry middleware of the service: cfg.MaxRetries
+// retries waiting cfg.RetryInterval, then twice as long each time.
+// MaxInterval must be set for that: without it Watermill's backoff keeps
+// every wait at InitialInterval (100, 100, 100 ms), whatever Multiplier says.
+func RetryPolicy(cfg Config) wmw.Retry {
+	return wmw.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2,
+		MaxInterval: cfg.RetryInterval << cfg.MaxRetries, Logger: cfg.Logger}
 }
 
 // Dialect is the oncebox dialect of the service's schema (its tables'
