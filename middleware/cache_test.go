@@ -113,3 +113,29 @@ func TestRedisCacheLostMidTestStillCorrect(t *testing.T) {
 	_, cacheErrors := hooks.counts()
 	require.Positive(t, cacheErrors)
 }
+
+// The cache key of a namespace cannot be mistaken for another namespace's:
+// namespace "" with key "billing/K" and namespace "billing" with key "K"
+// are two events, and the second is handled (it used to be skipped as a
+// duplicate: both were cached as "billing/K").
+func TestCacheKeysOfNamespacesNeverCollide(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mem, err := cache.NewMemory(1000, time.Hour)
+	require.NoError(t, err)
+	c := newCounter()
+	inNamespace := func(ns string) func(*middleware.InboxConfig) {
+		return func(cfg *middleware.InboxConfig) {
+			cfg.Cache, cfg.Namespace = mem, ns
+		}
+	}
+	plain := b.inbox(t, inNamespace("")).Middleware(c.handle(t, b))
+	billing := b.inbox(t, inNamespace("billing")).Middleware(c.handle(t, b))
+	_, err = plain(event("billing/K"))
+	require.NoError(t, err)
+	_, err = billing(event("K"))
+	require.NoError(t, err)
+	require.Equal(t, 1, c.count("billing/K"))
+	require.Equal(t, 1, c.count("K"), "namespace billing's K is its own event")
+	require.Equal(t, 1, b.schema.Count(t, b.schema.Dialect.Tables().Inbox, "consumer = 'billing'"), "and has its inbox row")
+}

@@ -5,6 +5,7 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -270,10 +271,7 @@ func (i *Inbox) process(msg *message.Message, ns, key string, handle func(*messa
 		i.logger.Debug("Message without a usable key handled without deduplication", watermill.LogFields{"message_uuid": msg.UUID})
 		return false, false, i.runUnkeyed(msg, handle)
 	}
-	cacheKey := key
-	if ns != "" {
-		cacheKey = ns + "/" + key
-	}
+	cacheKey := cacheKeyOf(ns, key)
 	if i.config.Cache != nil {
 		hit, err := i.config.Cache.Contains(msg.Context(), cacheKey)
 		switch {
@@ -532,4 +530,12 @@ func StdTxFromContext(ctx context.Context) (*stdsql.Tx, bool) {
 		return t.Tx, true
 	}
 	return nil, false
+}
+
+// cacheKeyOf is the key of (namespace, key) in the cache, which has one key
+// space for every namespace. The namespace's length comes first, so no two
+// pairs give the same string: "" with "billing/K" and "billing" with "K"
+// would both be "billing/K" if the parts were only joined.
+func cacheKeyOf(ns, key string) string {
+	return strconv.Itoa(len(ns)) + ":" + ns + "/" + key
 }
