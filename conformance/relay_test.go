@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
@@ -492,4 +494,89 @@ func TestSlowTypeNeverBlocksAnother(t *testing.T) {
 		})
 		require.Equal(t, 10, s.Count(t, s.Tables.Events, "event_type = 'slow' AND status = 'IN_PROCESS'"))
 	})
+}
+
+// probingRecorder is a recorder that can be probed, like the rabbitmq
+// publisher: while down, both the sends and the probes fail.
+type probingRecorder struct {
+	*recorder
+	down   *atomic.Bool
+	probes atomic.Int64
+}
+
+func (p *probingRecorder) ProbeBroker(context.Context) error {
+	p.probes.Add(1)
+	if p.down.Load() {
+		return fmt.Errorf("dial tcp 127.0.0.1:5672: %w", oncebox.ErrBrokerUnavailable)
+	}
+	return nil
+}
+
+// An outage is one ERROR line and one metric change per event type, not one
+// per released batch; with a publisher that can be probed, it costs one
+// claim: the type probes the broker, without touching its rows, until it
+// answers, then delivers everything. (Before, every poll claimed and
+// released a batch and logged an ERROR line.)
+func TestBrokerOutageIsLoggedOnceAndProbedWithoutClaiming(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		s.publish(t, s.clock, "order-created", 3)
+		var down atomic.Bool
+		down.Store(true)
+		rec := newRecorder()
+		rec.fn = func(string, []*message.Message) error {
+			if down.Load() {
+				return fmt.Errorf("dial tcp 127.0.0.1:5672: %w", oncebox.ErrBrokerUnavailable)
+			}
+			return nil
+		}
+		pub := &probingRecorder{recorder: rec, down: &down}
+		h := &outageHooks{}
+		cfg := s.pollerConfig("order-created")
+		cfg.Hooks = h
+		logger := watermill.NewCaptureLogger()
+		p, err := poller.New(s.Beginner, pub, logger, cfg)
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- p.Run(context.Background()) }()
+		<-p.Running()
+		t.Cleanup(func() { require.NoError(t, p.Close()); require.NoError(t, <-errc) })
+
+		stepUntil(t, s.clock, waitersPerPoller, 250*time.Millisecond, 20*time.Minute, func() bool { return pub.probes.Load() >= 20 })
+		require.Equal(t, 1, h.Snapshot().Unavailable, "one batch claimed and released, then only probes")
+		require.Equal(t, 3, s.status(t, "PENDING"))
+		require.Equal(t, []bool{true}, h.changes(), "one outage reported")
+		lines := 0
+		for _, m := range logger.Captured()[watermill.ErrorLogLevel] {
+			if strings.Contains(m.Msg, "Broker unavailable") {
+				lines++
+			}
+		}
+		require.Equal(t, 1, lines, "one ERROR line for the whole outage")
+
+		down.Store(false)
+		stepUntil(t, s.clock, waitersPerPoller, time.Second, 5*time.Minute, func() bool { return rec.delivered() == 3 })
+		eventually(t, "PROCESSED", func() bool { return s.status(t, "PROCESSED") == 3 })
+		require.Equal(t, []bool{true, false}, h.changes(), "the end of the outage is reported once")
+		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
+	})
+}
+
+// outageHooks records the outage changes a poller reports.
+type outageHooks struct {
+	hooks
+	mu   sync.Mutex
+	seen []bool
+}
+
+func (h *outageHooks) BrokerOutage(_ string, down bool, _ error) {
+	h.mu.Lock()
+	h.seen = append(h.seen, down)
+	h.mu.Unlock()
+}
+
+func (h *outageHooks) changes() []bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]bool(nil), h.seen...)
 }

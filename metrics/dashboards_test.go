@@ -128,6 +128,7 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	ph.Sent("e", nil)
 	ph.SendFailed("e", []poller.Failure{{Final: true}})
 	ph.BrokerUnavailable("e", 1, nil)
+	ph.BrokerOutage("e", true, nil)
 	ph.StaleFinalize("e", 2, 1)
 	ph.JobDone(poller.JobInfo{Job: poller.JobRecovery, Rows: 1, Duration: time.Millisecond, NextDelay: time.Second})
 	ih.Consumed("")

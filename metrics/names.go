@@ -22,6 +22,7 @@ const (
 	NameOutboxEventsSent        = "oncebox_outbox_events_sent_total"
 	NameOutboxEventsFailed      = "oncebox_outbox_events_failed_total"
 	NameOutboxBrokerUnavailable = "oncebox_outbox_broker_unavailable_total"
+	NameOutboxBrokerOutage      = "oncebox_outbox_broker_outage"
 	NameOutboxStaleFinalizes    = "oncebox_outbox_stale_finalizes_total"
 	NameOutboxPolls             = "oncebox_outbox_polls_total"
 	NameOutboxPollErrors        = "oncebox_outbox_poll_errors_total"
@@ -53,7 +54,7 @@ const (
 // names lists every metric name above; the registration code builds its
 // metrics from these constants and the dashboards test checks against it.
 var names = []string{
-	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable,
+	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
 	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,

@@ -29,6 +29,7 @@ type PollerHooks struct {
 	pollErrors  *prometheus.CounterVec
 	claimed     *prometheus.CounterVec
 	pollDelay   *prometheus.GaugeVec
+	outage      *prometheus.GaugeVec
 	jobs        *jobMetrics
 }
 
@@ -106,10 +107,12 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 		claimed:     counter(NameOutboxClaimedEvents, "Rows claimed by the polls of an event type.", et...),
 		pollDelay: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOutboxPollDelay,
 			Help: "Current wait before the next poll of an event type."}, et),
+		outage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOutboxBrokerOutage,
+			Help: "1 while the broker of an event type is unavailable (its batches are released and it backs off), 0 once it is reached again."}, et),
 		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay} {
+		h.claimed, h.pollDelay, h.outage} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -158,6 +161,15 @@ func (h *PollerHooks) SendFailed(eventType string, failures []poller.Failure) {
 // BrokerUnavailable implements poller.Hooks.
 func (h *PollerHooks) BrokerUnavailable(eventType string, released int, _ error) {
 	h.unavailable.WithLabelValues(eventType).Add(float64(released))
+}
+
+// BrokerOutage implements poller.Hooks.
+func (h *PollerHooks) BrokerOutage(eventType string, down bool, _ error) {
+	v := 0.0
+	if down {
+		v = 1
+	}
+	h.outage.WithLabelValues(eventType).Set(v)
 }
 
 // StaleFinalize implements poller.Hooks.

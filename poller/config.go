@@ -51,6 +51,14 @@ type Config struct {
 	IsUnavailable func(error) bool
 	// Hooks receives the poller's events. Default: NopHooks.
 	Hooks Hooks
+	// OutageBackoff paces an event type while its broker is unavailable:
+	// after a batch was released because the broker could not be reached,
+	// the type waits at least Min, then Min × Multiplier, … up to Max, until
+	// a batch reaches the broker again. With a publisher that implements
+	// BrokerProber the waits are spent probing, not claiming. Default: min
+	// 1s, max 30s, ×2 (Max bounds how late a type notices that the broker
+	// is back).
+	OutageBackoff Schedule
 	// Recovery paces the stuck recovery. Default: min
 	// max-batch-processing-time/5, max max-batch-processing-time, ×2: a
 	// stuck row is sent again at most two max-batch-processing-times after
@@ -159,6 +167,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.Propagator = otel.GetTextMapPropagator()
 	}
 	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
+	c.OutageBackoff = c.OutageBackoff.WithDefaults(Schedule{Min: time.Second, Max: 30 * time.Second, Multiplier: 2})
 	c.Recovery = c.Recovery.WithDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
 	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.DLQRetry = c.DLQRetry.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
@@ -185,7 +194,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.CleanUpLease < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))
 	}
-	errs = append(errs, c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"),
+	errs = append(errs, c.OutageBackoff.Validate("poller: OutageBackoff"), c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"),
 		c.DLQRetry.Validate("poller: DLQRetry"), c.CleanUp.Validate("poller: CleanUp"))
 	return c, events, errors.Join(errs...)
 }

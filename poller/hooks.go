@@ -22,6 +22,11 @@ type Hooks interface {
 	// an attempt because the broker could not be reached (or the poller was
 	// closing).
 	BrokerUnavailable(eventType string, released int, err error)
+	// BrokerOutage is called when an event type's broker becomes unavailable
+	// (down is true, with the error that showed it) and when it is reached
+	// again (down is false): once per change, however many batches were
+	// released in between.
+	BrokerOutage(eventType string, down bool, err error)
 	// StaleFinalize is called when a finalize matched fewer rows than it
 	// meant to: the claim had been recovered and taken by another instance.
 	StaleFinalize(eventType string, want, got int)
@@ -96,6 +101,9 @@ func (NopHooks) SendFailed(string, []Failure) {}
 
 // BrokerUnavailable implements Hooks.
 func (NopHooks) BrokerUnavailable(string, int, error) {}
+
+// BrokerOutage implements Hooks.
+func (NopHooks) BrokerOutage(string, bool, error) {}
 
 // StaleFinalize implements Hooks.
 func (NopHooks) StaleFinalize(string, int, int) {}

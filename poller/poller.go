@@ -185,13 +185,25 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 }
 
 // pollLoop is the loop of one event type: poll, then wait what the strategy
-// says. The first poll is immediate.
+// says, or, while the broker is unavailable, what the outage backoff says.
+// The first poll is immediate.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
 	s := pacing.New(ec.Polling)
+	out := p.newOutage(ec.EventType)
 	var delay time.Duration
 	for pacing.Sleep(ctx, p.config.Clock, delay, nil) {
-		claimed, busy, err := p.pollOnce(ctx, ec)
+		if ok, wait := out.probe(ctx); !ok {
+			delay = wait
+			continue
+		}
+		claimed, busy, unavailable, err := p.pollOnce(ctx, ec)
 		delay = s.Next(busy)
+		switch {
+		case unavailable != nil && !errors.Is(unavailable, errClosing):
+			delay = max(delay, out.unavailable(claimed, unavailable))
+		case claimed > 0:
+			out.reached()
+		}
 		if err != nil && ctx.Err() == nil {
 			p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": delay})
 		}
@@ -201,11 +213,13 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
 }
 
 // pollOnce claims one batch, sends it and records the outcome. busy reports
-// a full batch that was sent, i.e. more rows are probably waiting.
-func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed int, busy bool, err error) {
+// a full batch that was sent, i.e. more rows are probably waiting;
+// unavailable, the error of a batch released because the broker could not
+// be reached (or the poller was closing).
+func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed int, busy bool, unavailable, err error) {
 	token, err := oncebox.NewEventID()
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	now := p.config.Clock.Now().UTC()
 	var events []dialects.ClaimedEvent
@@ -219,7 +233,7 @@ func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed 
 		return err
 	})
 	if err != nil || len(events) == 0 {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	// The claim is committed: from here on the rows are ours until they are
 	// finalized, released, or recovered after max-batch-processing-time.
@@ -233,8 +247,8 @@ func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed 
 			}
 		}
 	}
-	unavailable, err := p.finalize(ec, token, events, results)
-	return len(events), len(events) == ec.BatchSize && !unavailable, err
+	unavailable, err = p.finalize(ec, token, events, results)
+	return len(events), len(events) == ec.BatchSize && unavailable == nil, unavailable, err
 }
 
 // claim runs the dialect's claim outside any transaction: the statement
@@ -257,8 +271,9 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 
 // finalize records the outcome of a batch: PROCESSED for the confirmed,
 // the next retry (or FAILED) for the rejected, PENDING again without an
-// attempt for the rest. Every statement matches the claim token.
-func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable bool, err error) {
+// attempt for the rest. Every statement matches the claim token. It returns
+// the error that made it release events, if any.
+func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable, err error) {
 	now := p.config.Clock.Now().UTC()
 	var confirmed, released []oncebox.EventID
 	var failed []dialects.FailedEvent
@@ -327,13 +342,12 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 	}
 	if len(released) > 0 {
 		exec(p.d.EventsRelease(token, released, now), len(released), "released")
-		if !errors.Is(unavailableErr, errClosing) {
-			p.logger.Error("Broker unavailable: batch released without counting an attempt", unavailableErr,
-				watermill.LogFields{"event_type": ec.EventType, "released": len(released)})
-		}
+		// Logged once per outage by the poll loop; each batch at DEBUG.
+		p.logger.Debug("Batch released without counting an attempt", watermill.LogFields{"event_type": ec.EventType,
+			"released": len(released), "err": unavailableErr.Error()})
 		p.config.Hooks.BrokerUnavailable(ec.EventType, len(released), unavailableErr)
 	}
-	return len(released) > 0, errors.Join(errs...)
+	return unavailableErr, errors.Join(errs...)
 }
 
 // markFailed records the failed attempts. Should the database refuse the

@@ -250,6 +250,10 @@ func (t teeHooks) BrokerUnavailable(typ string, n int, err error) {
 	t[0].BrokerUnavailable(typ, n, err)
 	t[1].BrokerUnavailable(typ, n, err)
 }
+func (t teeHooks) BrokerOutage(typ string, down bool, err error) {
+	t[0].BrokerOutage(typ, down, err)
+	t[1].BrokerOutage(typ, down, err)
+}
 func (t teeHooks) StaleFinalize(typ string, want, got int) {
 	t[0].StaleFinalize(typ, want, got)
 	t[1].StaleFinalize(typ, want, got)

@@ -1,0 +1,85 @@
+package poller
+
+import (
+	"context"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/oncebox/watermill-oncebox/internal/pacing"
+)
+
+// BrokerProber is an optional extension of message.Publisher for
+// publishers that can tell cheaply, without sending a message, whether the
+// broker can be reached. While an event type is in an outage the poller
+// probes before it claims, so an outage costs no claim and release of rows
+// until the broker answers again. The rabbitmq package's Publisher
+// implements it.
+type BrokerProber interface {
+	// ProbeBroker returns nil when the broker can be reached now, and an
+	// error (for which Config.IsUnavailable holds) when it cannot. It must
+	// honour ctx.
+	ProbeBroker(ctx context.Context) error
+}
+
+// outage is the state of one event type's broker: up, or down since a
+// moment, with a backoff of its own. A batch released because the broker
+// was unavailable starts an outage; the first batch that reaches the broker
+// ends it. The state changes are logged once each and reported to
+// Hooks.BrokerOutage; the batches in between are logged at DEBUG only.
+type outage struct {
+	p         *Poller
+	eventType string
+	backoff   *pacing.Strategy
+	down      bool
+	since     time.Time
+	released  int // events released without an attempt during this outage
+}
+
+func (p *Poller) newOutage(eventType string) *outage {
+	return &outage{p: p, eventType: eventType, backoff: p.config.OutageBackoff.Strategy()}
+}
+
+// unavailable records a batch released because the broker was unavailable
+// and returns the wait before the next try, which grows from
+// OutageBackoff.Min by its Multiplier up to its Max.
+func (o *outage) unavailable(released int, err error) time.Duration {
+	o.released += released
+	if !o.down {
+		o.down, o.since = true, o.p.config.Clock.Now()
+		o.p.logger.Error("Broker unavailable: the event type backs off until it answers; its batches are released without counting an attempt", err,
+			watermill.LogFields{"event_type": o.eventType})
+		o.p.config.Hooks.BrokerOutage(o.eventType, true, err)
+	}
+	return o.backoff.Next(false)
+}
+
+// reached records a batch that reached the broker: an outage ends.
+func (o *outage) reached() {
+	if !o.down {
+		return
+	}
+	o.p.logger.Info("Broker available again", watermill.LogFields{"event_type": o.eventType,
+		"outage": o.p.config.Clock.Since(o.since), "released_without_attempt": o.released})
+	o.p.config.Hooks.BrokerOutage(o.eventType, false, nil)
+	o.down, o.released = false, 0
+	o.backoff = o.p.config.OutageBackoff.Strategy()
+}
+
+// probe asks a BrokerProber publisher, during an outage, whether the broker
+// answers again. It reports true when a claim is worth making: no outage,
+// a publisher that cannot be probed, or a probe that succeeded.
+func (o *outage) probe(ctx context.Context) (worthClaiming bool, wait time.Duration) {
+	bp, ok := o.p.pub.(BrokerProber)
+	if !o.down || !ok {
+		return true, 0
+	}
+	probeCtx, cancel := context.WithTimeout(ctx, o.p.config.FinalizeTimeout)
+	defer cancel()
+	err := bp.ProbeBroker(probeCtx)
+	if err == nil {
+		return true, 0
+	}
+	o.p.logger.Debug("Broker still unavailable", watermill.LogFields{"event_type": o.eventType, "err": err.Error()})
+	return false, o.backoff.Next(false)
+}
