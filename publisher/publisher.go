@@ -132,7 +132,8 @@ func isTx(db sql.ContextExecutor) bool {
 //
 // Bad input (no messages, a nil message, an empty or oversized topic, an
 // unknown event type, a payload over the limit, metadata that cannot be
-// stored) returns an error naming it, and nothing is written.
+// stored, the reserved metadata key oncebox.HeaderMessageUUID) returns an
+// error naming it and the message, and nothing is written.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -159,6 +160,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		}
 		if err := metadata.Validate(msg.Metadata); err != nil {
 			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
+		}
+		if _, ok := msg.Metadata[oncebox.HeaderMessageUUID]; ok {
+			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): metadata key %q is reserved for the message UUID, which the relay writes itself",
+				oncebox.ErrInvalidInput, topic, i, msg.UUID, oncebox.HeaderMessageUUID)
 		}
 		ids[i] = id.String()
 		rows[i] = dialects.EventRow{

@@ -217,6 +217,10 @@ func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"metadata key invalid UTF-8", "t", []*message.Message{withMeta("\xff", "v")}, "metadata key \"\\xff\""},
 		{"empty metadata key", "t", []*message.Message{withMeta("", "v")}, "metadata has an empty key"},
 		{"oversized key", "t", []*message.Message{withMeta(oncebox.HeaderKey, strings.Repeat("k", 300))}, "ordering key is 300 bytes long"},
+		// The relay writes the message UUID under this header itself; Kafka's
+		// would refuse the event at every attempt until it went to the DLQ.
+		{"watermill UUID header", "t", []*message.Message{good(), withMeta("_watermill_message_uuid", "x")},
+			`message 1 (uuid "m"): metadata key "_watermill_message_uuid" is reserved`},
 	}
 	err := b.inTx(t, true, func(tx pgx.Tx) error {
 		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
