@@ -108,8 +108,9 @@ type OutboxConfig struct {
 	// recovery job returns it to PENDING (without counting an attempt).
 	// Default 300s.
 	MaxBatchProcessingTime time.Duration `yaml:"max-batch-processing-time"`
-	// MaxPayloadSize is the largest payload, in bytes, the publisher accepts.
-	// Default 1 MiB.
+	// MaxPayloadSize is the largest event, in bytes, the publisher accepts:
+	// its payload plus the bytes of every metadata key and value, which the
+	// broker receives as headers of the same record. Default 1 MiB.
 	MaxPayloadSize int `yaml:"max-payload-size"`
 }
 
