@@ -6,6 +6,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -76,10 +77,13 @@ type Config struct {
 }
 
 // TablesConfig places the oncebox tables. Both fields are validated as plain
-// SQL identifiers (letters, digits, underscores) so nothing can be injected.
+// SQL identifiers (letters, digits, underscores) so nothing can be injected,
+// and the schema must not be a reserved word of any supported engine.
 type TablesConfig struct {
 	// Schema is the database schema (PostgreSQL, Oracle) or database (MySQL)
-	// holding the tables. Empty: the connection's default.
+	// holding the tables. Empty: the connection's default. A reserved word
+	// of SQL:2016, PostgreSQL, MySQL/MariaDB or Oracle ("user", "order", …)
+	// is refused.
 	Schema string `yaml:"schema"`
 	// Prefix is prepended to every table name, e.g. "billing_" gives
 	// "billing_outbox_events". Empty by default.
@@ -399,11 +403,18 @@ var identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // is "outbox_dlq_events" (17 characters).
 const maxIdentifierLength = 40
 
-// Validate checks the table placement; the error names the field.
+// Validate checks the table placement; the error names the field. The
+// schema must be a plain identifier and no reserved word of SQL:2016,
+// PostgreSQL, MySQL/MariaDB or Oracle, in any case: the dialects write it
+// unquoted. The prefix needs no such check: every name it forms ends with
+// a fixed oncebox suffix ("outbox_events", …) that no engine reserves.
 func (t TablesConfig) Validate() error {
 	var errs []error
 	if t.Schema != "" && (!identifierRE.MatchString(t.Schema) || len(t.Schema) > 63) {
 		errs = append(errs, fieldErr("tables.schema", "%q is not a plain identifier (letters, digits, underscores, at most 63)", t.Schema))
+	} else if by := reservedBy(t.Schema); by != nil {
+		errs = append(errs, fieldErr("tables.schema", "%q is a reserved word (%s): it cannot name a schema unquoted; choose another name",
+			t.Schema, strings.Join(by, ", ")))
 	}
 	if t.Prefix != "" && (!identifierRE.MatchString(t.Prefix) || len(t.Prefix) > maxIdentifierLength) {
 		errs = append(errs, fieldErr("tables.prefix", "%q is not a plain identifier (letters, digits, underscores, at most %d)", t.Prefix, maxIdentifierLength))

@@ -174,6 +174,21 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"schema injection", func(c *oncebox.Config) {
 			c.Tables.Schema = "public; DROP TABLE users"
 		}, `tables.schema: "public; DROP TABLE users" is not a plain identifier`},
+		{"reserved schema user", func(c *oncebox.Config) {
+			c.Tables.Schema = "user"
+		}, `tables.schema: "user" is a reserved word (SQL:2016, PostgreSQL, Oracle)`},
+		{"reserved schema select", func(c *oncebox.Config) {
+			c.Tables.Schema = "select"
+		}, `tables.schema: "select" is a reserved word`},
+		{"reserved schema Order, any case", func(c *oncebox.Config) {
+			c.Tables.Schema = "Order"
+		}, `tables.schema: "Order" is a reserved word`},
+		{"reserved schema TABLE", func(c *oncebox.Config) {
+			c.Tables.Schema = "TABLE"
+		}, `tables.schema: "TABLE" is a reserved word`},
+		{"reserved in one engine only", func(c *oncebox.Config) {
+			c.Tables.Schema = "varchar2"
+		}, `tables.schema: "varchar2" is a reserved word (Oracle)`},
 		{"prefix injection", func(c *oncebox.Config) {
 			c.Tables.Prefix = "x\"y"
 		}, `tables.prefix: "x\"y" is not a plain identifier`},
