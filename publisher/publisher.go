@@ -306,8 +306,8 @@ func (p *Publisher) checkSize(msg *message.Message) error {
 		md += len(k) + len(v)
 	}
 	if total := len(msg.Payload) + md; total > p.maxSize {
-		return fmt.Errorf("%d bytes (payload %d, metadata %d), more than outbox.max-payload-size %d, which counts the payload and every metadata key and value",
-			total, len(msg.Payload), md, p.maxSize)
+		return fmt.Errorf("payload is %d bytes and metadata %d (keys and values), %d in all, more than outbox.max-payload-size %d, which counts both",
+			len(msg.Payload), md, total, p.maxSize)
 	}
 	return nil
 }

@@ -211,11 +211,11 @@ func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"topic with NUL", "a\x00b", []*message.Message{good()}, "NUL"},
 		{"invalid UTF-8 topic", "a\xffb", []*message.Message{good()}, "not valid UTF-8"},
 		{"payload over the limit", "t", []*message.Message{good(), message.NewMessage("big", make([]byte, 17))},
-			"message 1 (uuid \"big\"): 17 bytes (payload 17, metadata 0), more than outbox.max-payload-size 16"},
+			"message 1 (uuid \"big\"): payload is 17 bytes and metadata 0 (keys and values), 17 in all, more than outbox.max-payload-size 16"},
 		// The limit counts the bytes of every metadata key and value: the
 		// broker receives them as headers, in the same record.
 		{"metadata over the limit", "t", []*message.Message{good(), withMeta("k", strings.Repeat("v", 16))},
-			"message 1 (uuid \"m\"): 17 bytes (payload 0, metadata 17), more than outbox.max-payload-size 16"},
+			"message 1 (uuid \"m\"): payload is 0 bytes and metadata 17 (keys and values), 17 in all, more than outbox.max-payload-size 16"},
 		{"empty message uuid", "t", []*message.Message{message.NewMessage("", nil)}, "uuid \"\" is empty"},
 		{"metadata value with NUL", "t", []*message.Message{withMeta("k", "a\x00")}, `metadata "k" has a value that is not valid UTF-8`},
 		{"metadata key invalid UTF-8", "t", []*message.Message{withMeta("\xff", "v")}, "metadata key \"\\xff\""},
@@ -256,7 +256,7 @@ func TestPublishSizeLimitCountsMetadata(t *testing.T) {
 		b.trace.Reset()
 		err = pub.Publish("t", huge)
 		require.ErrorIs(t, err, oncebox.ErrInvalidInput)
-		require.ErrorContains(t, err, `message 0 (uuid "huge"): 8388614 bytes (payload 2, metadata 8388612), more than outbox.max-payload-size 1048576`)
+		require.ErrorContains(t, err, `message 0 (uuid "huge"): payload is 2 bytes and metadata 8388612 (keys and values), 8388614 in all, more than outbox.max-payload-size 1048576`)
 		require.Empty(t, b.trace.Statements(), "nothing is sent to the database")
 
 		// key (4) + value + payload (2) = the limit exactly.
