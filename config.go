@@ -3,8 +3,10 @@ package oncebox
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,19 @@ const (
 	// MaxEventTypeLength is the longest event type or topic name accepted; the
 	// columns are 255 characters wide on every dialect.
 	MaxEventTypeLength = 255
+	// MinDelay is the shortest polling delay (min-fixed-delay,
+	// max-fixed-delay) and backoff delay accepted. Below it a poller spins on
+	// the database; 1ms is what the tests and benchmarks use to drain fast.
+	MinDelay = time.Millisecond
+	// MaxRetriesLimit bounds max-retries. An event failing a thousand times
+	// is poison, and a larger count only hides it from the dead letter
+	// queue.
+	MaxRetriesLimit = 1000
+	// MaxRetryDelay bounds the longest backoff delay of an event type, the
+	// one before its last retry: delay × multiplier^(max-retries − 1). A
+	// longer wait is a typo (a multiplier or a retry count off by a factor),
+	// and past about 292 years it would not fit in a time.Duration at all.
+	MaxRetryDelay = 7 * 24 * time.Hour
 )
 
 // PollingType selects how a poller waits between polls.
@@ -62,10 +77,13 @@ type Config struct {
 }
 
 // TablesConfig places the oncebox tables. Both fields are validated as plain
-// SQL identifiers (letters, digits, underscores) so nothing can be injected.
+// SQL identifiers (letters, digits, underscores) so nothing can be injected,
+// and the schema must not be a reserved word of any supported engine.
 type TablesConfig struct {
 	// Schema is the database schema (PostgreSQL, Oracle) or database (MySQL)
-	// holding the tables. Empty: the connection's default.
+	// holding the tables. Empty: the connection's default. A reserved word
+	// of SQL:2016, PostgreSQL, MySQL/MariaDB or Oracle ("user", "order", …)
+	// is refused.
 	Schema string `yaml:"schema"`
 	// Prefix is prepended to every table name, e.g. "billing_" gives
 	// "billing_outbox_events". Empty by default.
@@ -94,8 +112,9 @@ type OutboxConfig struct {
 	// recovery job returns it to PENDING (without counting an attempt).
 	// Default 300s.
 	MaxBatchProcessingTime time.Duration `yaml:"max-batch-processing-time"`
-	// MaxPayloadSize is the largest payload, in bytes, the publisher accepts.
-	// Default 1 MiB.
+	// MaxPayloadSize is the largest event, in bytes, the publisher accepts:
+	// its payload plus the bytes of every metadata key and value, which the
+	// broker receives as headers of the same record. Default 1 MiB.
 	MaxPayloadSize int `yaml:"max-payload-size"`
 }
 
@@ -126,7 +145,7 @@ type EventSettings struct {
 	// MaxRetries is the number of retries after the first failed attempt:
 	// an event is attempted at most 1 + MaxRetries times, then becomes FAILED.
 	// Default 3 (4 attempts, with the default backoff 10s, 30s and 90s apart).
-	// 0 means a single attempt.
+	// 0 means a single attempt; at most MaxRetriesLimit (1,000).
 	MaxRetries *int `yaml:"max-retries"`
 	// Backoff sets the delay before a retry.
 	Backoff BackoffSettings `yaml:"backoff"`
@@ -137,24 +156,28 @@ type PollingSettings struct {
 	// Type is "adaptive" (default) or "fixed".
 	Type PollingType `yaml:"type"`
 	// MinFixedDelay is the delay after a full batch (adaptive) or between any
-	// two polls (fixed). Default 250ms.
+	// two polls (fixed). Default 250ms, at least MinDelay (1ms).
 	MinFixedDelay time.Duration `yaml:"min-fixed-delay"`
 	// MaxFixedDelay caps the adaptive delay: the longest an event waits to be
-	// picked up on an idle type. Default 1m. Ignored by fixed polling.
+	// picked up on an idle type. Default 1m, at least MinDelay (1ms). Ignored
+	// by fixed polling.
 	MaxFixedDelay time.Duration `yaml:"max-fixed-delay"`
 	// Multiplier grows the adaptive delay after a partial or empty batch.
-	// Default 1.5, at least 1.
+	// Default 1.5, at least 1, finite (NaN and infinities are refused).
 	Multiplier float64 `yaml:"multiplier"`
 }
 
 // BackoffSettings set the delay before retrying a failed event:
-// Delay × Multiplier^n for the (n+1)-th retry, exact to the nanosecond.
+// Delay × Multiplier^n for the (n+1)-th retry, exact to the nanosecond. The
+// delay before the last retry must not exceed MaxRetryDelay (7 days).
 type BackoffSettings struct {
 	// Enabled turns the backoff on. Default true. Disabled: retry at once.
 	Enabled *bool `yaml:"enabled"`
-	// Delay is the delay before the first retry. Default 10s.
+	// Delay is the delay before the first retry. Default 10s, at least
+	// MinDelay (1ms).
 	Delay time.Duration `yaml:"delay"`
-	// Multiplier grows the delay at each retry. Default 3.0, at least 1.
+	// Multiplier grows the delay at each retry. Default 3.0, at least 1,
+	// finite.
 	Multiplier float64 `yaml:"multiplier"`
 }
 
@@ -220,17 +243,21 @@ type Backoff struct {
 
 // RetryDelay returns the delay before retry number retry (1 for the first
 // retry): Delay × Multiplier^(retry-1), or 0 when backoff is disabled. With the
-// defaults: 10s, 30s, 90s.
+// defaults: 10s, 30s, 90s. A delay that does not fit in a time.Duration, or a
+// NaN multiplier (which Validate refuses), gives the largest time.Duration.
 func (b Backoff) RetryDelay(retry int) time.Duration {
 	if !b.Enabled || retry < 1 {
 		return 0
 	}
 	d := float64(b.Delay)
-	for i := 1; i < retry; i++ {
+	for i := 1; i < retry && d < float64(maxDuration); i++ {
 		d *= b.Multiplier
-		if d > float64(maxDuration) {
-			return maxDuration
-		}
+	}
+	// float64(maxDuration) rounds up to 2^63, which converts to the most
+	// negative time.Duration: only a d strictly below it converts safely.
+	// Written as a negation so that NaN saturates too.
+	if !(d < float64(maxDuration)) {
+		return maxDuration
 	}
 	return time.Duration(d)
 }
@@ -376,11 +403,18 @@ var identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // is "outbox_dlq_events" (17 characters).
 const maxIdentifierLength = 40
 
-// Validate checks the table placement; the error names the field.
+// Validate checks the table placement; the error names the field. The
+// schema must be a plain identifier and no reserved word of SQL:2016,
+// PostgreSQL, MySQL/MariaDB or Oracle, in any case: the dialects write it
+// unquoted. The prefix needs no such check: every name it forms ends with
+// a fixed oncebox suffix ("outbox_events", …) that no engine reserves.
 func (t TablesConfig) Validate() error {
 	var errs []error
 	if t.Schema != "" && (!identifierRE.MatchString(t.Schema) || len(t.Schema) > 63) {
 		errs = append(errs, fieldErr("tables.schema", "%q is not a plain identifier (letters, digits, underscores, at most 63)", t.Schema))
+	} else if by := reservedBy(t.Schema); by != nil {
+		errs = append(errs, fieldErr("tables.schema", "%q is a reserved word (%s): it cannot name a schema unquoted; choose another name",
+			t.Schema, strings.Join(by, ", ")))
 	}
 	if t.Prefix != "" && (!identifierRE.MatchString(t.Prefix) || len(t.Prefix) > maxIdentifierLength) {
 		errs = append(errs, fieldErr("tables.prefix", "%q is not a plain identifier (letters, digits, underscores, at most %d)", t.Prefix, maxIdentifierLength))
@@ -405,6 +439,10 @@ func (c Config) Validate() error {
 	add(validateBrokerType("outbox.sender.type", c.Outbox.Sender.Type))
 	add(validateBrokerType("inbox.source.type", c.Inbox.Source.Type))
 	add(c.Outbox.Defaults.validate("outbox.defaults", true))
+	if d := c.Outbox.Defaults; d.MaxRetries != nil && d.Backoff.Enabled != nil {
+		add(validateBackoff("outbox.defaults.backoff",
+			Backoff{Enabled: *d.Backoff.Enabled, Delay: d.Backoff.Delay, Multiplier: d.Backoff.Multiplier}, *d.MaxRetries))
+	}
 	for _, t := range c.EventTypes() {
 		path := "outbox.events." + t
 		if len(t) > MaxEventTypeLength || t == "" {
@@ -415,6 +453,11 @@ func (c Config) Validate() error {
 		// above the inherited max): check the resolved values too.
 		if ec, err := c.Event(t); err == nil {
 			add(ec.Polling.validateResolved(path + ".polling"))
+			// A type that sets none of these inherits the defaults'
+			// backoff, already checked.
+			if o := c.Outbox.Events[t]; o.MaxRetries != nil || o.Backoff != (BackoffSettings{}) {
+				add(validateBackoff(path+".backoff", ec.Backoff, ec.MaxRetries))
+			}
 		}
 	}
 	if c.Outbox.MaxBatchProcessingTime <= 0 {
@@ -453,28 +496,68 @@ func (s EventSettings) validate(path string, isDefaults bool) error {
 	default:
 		errs = append(errs, fieldErr(path+".polling.type", "must be %q or %q, got %q", PollingAdaptive, PollingFixed, p.Type))
 	}
-	if p.MinFixedDelay < 0 {
-		errs = append(errs, fieldErr(path+".polling.min-fixed-delay", "must be > 0, got %s", p.MinFixedDelay))
-	}
-	if p.MaxFixedDelay < 0 {
-		errs = append(errs, fieldErr(path+".polling.max-fixed-delay", "must be > 0, got %s", p.MaxFixedDelay))
-	}
-	if p.Multiplier != 0 && p.Multiplier < 1 {
-		errs = append(errs, fieldErr(path+".polling.multiplier", "must be >= 1, got %g", p.Multiplier))
-	}
+	errs = append(errs,
+		validateDelay(path+".polling.min-fixed-delay", p.MinFixedDelay),
+		validateDelay(path+".polling.max-fixed-delay", p.MaxFixedDelay),
+		validateMultiplier(path+".polling.multiplier", p.Multiplier))
 	if isDefaults {
 		errs = append(errs, p.validateResolved(path+".polling"))
 	}
 	if s.MaxRetries != nil && *s.MaxRetries < 0 {
 		errs = append(errs, fieldErr(path+".max-retries", "must be >= 0, got %d", *s.MaxRetries))
 	}
-	if s.Backoff.Delay < 0 {
-		errs = append(errs, fieldErr(path+".backoff.delay", "must be > 0, got %s", s.Backoff.Delay))
+	if s.MaxRetries != nil && *s.MaxRetries > MaxRetriesLimit {
+		errs = append(errs, fieldErr(path+".max-retries", "must be at most %d, got %d", MaxRetriesLimit, *s.MaxRetries))
 	}
-	if s.Backoff.Multiplier != 0 && s.Backoff.Multiplier < 1 {
-		errs = append(errs, fieldErr(path+".backoff.multiplier", "must be >= 1, got %g", s.Backoff.Multiplier))
-	}
+	errs = append(errs,
+		validateDelay(path+".backoff.delay", s.Backoff.Delay),
+		validateMultiplier(path+".backoff.multiplier", s.Backoff.Multiplier))
 	return errors.Join(errs...)
+}
+
+// validateDelay checks a delay that 0 leaves to the defaults.
+func validateDelay(path string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return fieldErr(path, "must be > 0, got %s", d)
+	case d > 0 && d < MinDelay:
+		return fieldErr(path, "must be at least %s, got %s", MinDelay, d)
+	}
+	return nil
+}
+
+// validateMultiplier checks a multiplier that 0 leaves to the defaults.
+// NaN passes every comparison, so it is refused before them; YAML spells
+// it .nan and infinity .inf.
+func validateMultiplier(path string, m float64) error {
+	switch {
+	case math.IsNaN(m) || math.IsInf(m, 0):
+		return fieldErr(path, "must be a finite number, got %g", m)
+	case m != 0 && m < 1:
+		return fieldErr(path, "must be >= 1, got %g", m)
+	}
+	return nil
+}
+
+// validateBackoff checks the longest delay of a resolved backoff, the one
+// before the last retry, against MaxRetryDelay. It reports nothing when an
+// input is invalid on its own (already reported) or the backoff is off.
+func validateBackoff(path string, b Backoff, maxRetries int) error {
+	if !b.Enabled || maxRetries < 1 || maxRetries > MaxRetriesLimit || b.Delay <= 0 ||
+		validateMultiplier("", b.Multiplier) != nil {
+		return nil
+	}
+	// Computed in float64, where 1,000 growths of a finite multiplier
+	// overflow to +Inf at worst, never wrap.
+	d := float64(b.Delay)
+	for i := 1; i < maxRetries && d <= float64(MaxRetryDelay); i++ {
+		d *= b.Multiplier
+	}
+	if d > float64(MaxRetryDelay) {
+		return fieldErr(path, "the delay before retry %d (%s × %g^%d) is longer than %s; lower backoff.delay, backoff.multiplier or max-retries",
+			maxRetries, b.Delay, b.Multiplier, maxRetries-1, MaxRetryDelay)
+	}
+	return nil
 }
 
 // validateResolved checks the relations between the merged polling values.

@@ -2,6 +2,7 @@ package oncebox_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,21 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"schema injection", func(c *oncebox.Config) {
 			c.Tables.Schema = "public; DROP TABLE users"
 		}, `tables.schema: "public; DROP TABLE users" is not a plain identifier`},
+		{"reserved schema user", func(c *oncebox.Config) {
+			c.Tables.Schema = "user"
+		}, `tables.schema: "user" is a reserved word (SQL:2016, PostgreSQL, Oracle)`},
+		{"reserved schema select", func(c *oncebox.Config) {
+			c.Tables.Schema = "select"
+		}, `tables.schema: "select" is a reserved word`},
+		{"reserved schema Order, any case", func(c *oncebox.Config) {
+			c.Tables.Schema = "Order"
+		}, `tables.schema: "Order" is a reserved word`},
+		{"reserved schema TABLE", func(c *oncebox.Config) {
+			c.Tables.Schema = "TABLE"
+		}, `tables.schema: "TABLE" is a reserved word`},
+		{"reserved in one engine only", func(c *oncebox.Config) {
+			c.Tables.Schema = "varchar2"
+		}, `tables.schema: "varchar2" is a reserved word (Oracle)`},
 		{"prefix injection", func(c *oncebox.Config) {
 			c.Tables.Prefix = "x\"y"
 		}, `tables.prefix: "x\"y" is not a plain identifier`},
@@ -229,4 +245,113 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	require.ErrorContains(t, err, "outbox.defaults.polling.multiplier")
 	_, err = oncebox.LoadConfigFile("testdata/missing.yaml")
 	require.ErrorContains(t, err, "missing.yaml")
+}
+
+// TestConfigRefusesHostileNumbers covers numbers that used to pass
+// validation and then broke the relay: NaN and infinite multipliers (the
+// backoff turned into a negative delay), nanosecond polling, a billion
+// retries and a backoff whose last delay does not fit in a time.Duration.
+func TestConfigRefusesHostileNumbers(t *testing.T) {
+	t.Parallel()
+	nan, inf := math.NaN(), math.Inf(1)
+	cases := []struct {
+		name   string
+		mutate func(c *oncebox.Config)
+		want   string
+	}{
+		{"NaN polling multiplier", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Polling.Multiplier = nan
+		}, "outbox.defaults.polling.multiplier: must be a finite number, got NaN"},
+		{"infinite polling multiplier in an event", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {Polling: oncebox.PollingSettings{Multiplier: inf}}}
+		}, "outbox.events.x.polling.multiplier: must be a finite number, got +Inf"},
+		{"NaN backoff multiplier", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Backoff.Multiplier = nan
+		}, "outbox.defaults.backoff.multiplier: must be a finite number, got NaN"},
+		{"infinite backoff multiplier in an event", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {Backoff: oncebox.BackoffSettings{Multiplier: inf}}}
+		}, "outbox.events.x.backoff.multiplier: must be a finite number, got +Inf"},
+		{"nanosecond min delay", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Polling.MinFixedDelay = time.Nanosecond
+		}, "outbox.defaults.polling.min-fixed-delay: must be at least 1ms, got 1ns"},
+		{"microsecond max delay in an event", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {Polling: oncebox.PollingSettings{
+				Type: oncebox.PollingFixed, MaxFixedDelay: time.Microsecond}}}
+		}, "outbox.events.x.polling.max-fixed-delay: must be at least 1ms, got 1µs"},
+		{"nanosecond backoff delay", func(c *oncebox.Config) {
+			c.Outbox.Defaults.Backoff.Delay = time.Nanosecond
+		}, "outbox.defaults.backoff.delay: must be at least 1ms, got 1ns"},
+		{"a billion retries", func(c *oncebox.Config) {
+			c.Outbox.Defaults.MaxRetries = oncebox.Int(1_000_000_000)
+		}, "outbox.defaults.max-retries: must be at most 1000, got 1000000000"},
+		{"backoff overflowing time.Duration", func(c *oncebox.Config) {
+			c.Outbox.Defaults.MaxRetries = oncebox.Int(1000)
+		}, "outbox.defaults.backoff: the delay before retry 1000 (10s × 3^999) is longer than 168h0m0s"},
+		{"backoff over the ceiling, inherited", func(c *oncebox.Config) {
+			c.Outbox.Events = map[string]oncebox.EventSettings{"x": {MaxRetries: oncebox.Int(20),
+				Backoff: oncebox.BackoffSettings{Multiplier: 2}}}
+		}, "outbox.events.x.backoff: the delay before retry 20 (10s × 2^19) is longer than 168h0m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := oncebox.Config{}.WithDefaults()
+			tc.mutate(&c)
+			err := c.Validate()
+			require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+			require.ErrorContains(t, err, tc.want)
+			var fe *oncebox.FieldError
+			require.True(t, errors.As(err, &fe))
+		})
+	}
+}
+
+// TestConfigAcceptsTheEdges keeps the floors and ceilings usable: the 1ms
+// polling the tests and benchmarks use, 1,000 retries without backoff or
+// with a backoff that stays under the ceiling.
+func TestConfigAcceptsTheEdges(t *testing.T) {
+	t.Parallel()
+	c := oncebox.Config{}.WithDefaults()
+	c.Outbox.Defaults.Polling = oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
+		MinFixedDelay: time.Millisecond, MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
+	c.Outbox.Defaults.Backoff.Delay = time.Millisecond
+	c.Outbox.Events = map[string]oncebox.EventSettings{
+		"no-backoff": {MaxRetries: oncebox.Int(oncebox.MaxRetriesLimit), Backoff: oncebox.BackoffSettings{Enabled: oncebox.Bool(false)}},
+		"flat":       {MaxRetries: oncebox.Int(oncebox.MaxRetriesLimit), Backoff: oncebox.BackoffSettings{Multiplier: 1}},
+		// The 9th retry waits 1m × 3^8 = 6,561 minutes, about 109h.
+		"days": {MaxRetries: oncebox.Int(9), Backoff: oncebox.BackoffSettings{Delay: time.Minute, Multiplier: 3}},
+	}
+	require.NoError(t, c.Validate())
+}
+
+// TestLoadConfigRefusesHostileNumbers feeds the same values through YAML,
+// where .nan and .inf are ordinary floats.
+func TestLoadConfigRefusesHostileNumbers(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"oncebox:\n  outbox:\n    defaults:\n      polling: { multiplier: .nan }\n":                    "outbox.defaults.polling.multiplier: must be a finite number, got NaN",
+		"oncebox:\n  outbox:\n    defaults:\n      backoff: { multiplier: .inf }\n":                    "outbox.defaults.backoff.multiplier: must be a finite number, got +Inf",
+		"oncebox:\n  outbox:\n    events:\n      a: { backoff: { multiplier: .NaN } }\n":               "outbox.events.a.backoff.multiplier: must be a finite number, got NaN",
+		"oncebox:\n  outbox:\n    defaults:\n      polling: { min-fixed-delay: 1ns }\n":                "outbox.defaults.polling.min-fixed-delay: must be at least 1ms, got 1ns",
+		"oncebox:\n  outbox:\n    events:\n      a: { polling: { min-fixed-delay: 999us } }\n":         "outbox.events.a.polling.min-fixed-delay: must be at least 1ms, got 999µs",
+		"oncebox:\n  outbox:\n    defaults:\n      max-retries: 1000000000\n":                          "outbox.defaults.max-retries: must be at most 1000, got 1000000000",
+		"oncebox:\n  outbox:\n    events:\n      a: { max-retries: 60, backoff: { multiplier: 2 } }\n": "outbox.events.a.backoff: the delay before retry 60 (10s × 2^59) is longer than 168h0m0s",
+	}
+	for doc, want := range cases {
+		_, err := oncebox.LoadConfig(strings.NewReader(doc))
+		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, doc)
+		require.ErrorContains(t, err, want, doc)
+	}
+}
+
+// TestBackoffRetryDelayNeverGoesNegative: a delay at or past the largest
+// time.Duration, or a NaN multiplier that validation would refuse, saturates
+// instead of wrapping to −292 years.
+func TestBackoffRetryDelayNeverGoesNegative(t *testing.T) {
+	t.Parallel()
+	maxD := time.Duration(math.MaxInt64)
+	require.Equal(t, maxD, oncebox.Backoff{Enabled: true, Delay: maxD, Multiplier: 1}.RetryDelay(1))
+	require.Equal(t, maxD, oncebox.Backoff{Enabled: true, Delay: maxD / 2, Multiplier: 2}.RetryDelay(2))
+	require.Equal(t, maxD, oncebox.Backoff{Enabled: true, Delay: time.Second, Multiplier: math.NaN()}.RetryDelay(2))
+	require.Equal(t, maxD, oncebox.Backoff{Enabled: true, Delay: time.Second, Multiplier: math.Inf(1)}.RetryDelay(2))
 }

@@ -14,7 +14,19 @@ const (
 	// HeaderKey carries the optional ordering (partition) key. The relay sends
 	// it as the Kafka message key.
 	HeaderKey = "oncebox_key"
+	// HeaderMessageUUID is the header the relay writes the Watermill message
+	// UUID under: watermill-kafka's UUIDHeaderKey and watermill-amqp's
+	// DefaultMessageUUIDHeaderKey, whose subscribers turn it back into the
+	// UUID. It is reserved: the publisher refuses a message carrying it as
+	// metadata, which the Kafka relay could never send.
+	HeaderMessageUUID = "_watermill_message_uuid"
 )
+
+// The other headers above are not reserved, on purpose: a message that
+// carries HeaderEventID or HeaderEventType (one a handler consumed and
+// republishes) has them replaced by the publisher, because it becomes a new
+// event; HeaderKey is the user's, set with SetKey; and a traceparent the
+// message carries is kept in place of the one of its context.
 
 // SetKey sets the ordering key of msg: events with the same key go to the same
 // Kafka partition. An empty key removes it.

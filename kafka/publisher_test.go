@@ -477,3 +477,10 @@ func TestPublisherRecoversWhenTheClusterReturns(t *testing.T) {
 	require.NoError(t, results[0])
 	require.Equal(t, "after", string(readRecords(t, again, "orders", 1)[0].Value))
 }
+
+// The outbox publisher refuses oncebox.HeaderMessageUUID as metadata so
+// that this relay never meets it; both must name the same header.
+func TestUUIDHeaderIsTheReservedOne(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, oncebox.HeaderMessageUUID, kafka.UUIDHeader)
+}

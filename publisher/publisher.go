@@ -43,7 +43,8 @@ type Config struct {
 	// Oncebox is the oncebox configuration. The publisher reads the event
 	// types (when outbox.events is not empty, an unknown type is refused), the
 	// destination topic of each type (default: the type itself) and
-	// outbox.max-payload-size (default 1 MiB). The zero value accepts any
+	// outbox.max-payload-size (default 1 MiB, counting the payload and every
+	// metadata key and value). The zero value accepts any
 	// event type and publishes it to the topic of the same name.
 	Oncebox oncebox.Config
 	// Clock gives the creation time of the rows. Default: the real clock.
@@ -131,8 +132,10 @@ func isTx(db sql.ContextExecutor) bool {
 // new event.
 //
 // Bad input (no messages, a nil message, an empty or oversized topic, an
-// unknown event type, a payload over the limit, metadata that cannot be
-// stored) returns an error naming it, and nothing is written.
+// unknown event type, a payload and metadata over outbox.max-payload-size
+// together, metadata that cannot be
+// stored, the reserved metadata key oncebox.HeaderMessageUUID) returns an
+// error naming it and the message, and nothing is written.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -158,6 +161,13 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			return err
 		}
 		if err := metadata.Validate(msg.Metadata); err != nil {
+			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
+		}
+		if _, ok := msg.Metadata[oncebox.HeaderMessageUUID]; ok {
+			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): metadata key %q is reserved for the message UUID, which the relay writes itself",
+				oncebox.ErrInvalidInput, topic, i, msg.UUID, oncebox.HeaderMessageUUID)
+		}
+		if err := p.checkSize(msg); err != nil {
 			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
 		}
 		ids[i] = id.String()
@@ -271,10 +281,6 @@ func (p *Publisher) validateMessage(topic string, i int, msg *message.Message) e
 	if msg == nil {
 		return fmt.Errorf("%w: publish to %q: message %d is nil", oncebox.ErrInvalidInput, topic, i)
 	}
-	if len(msg.Payload) > p.maxSize {
-		return fmt.Errorf("%w: publish to %q: message %d (uuid %q): payload is %d bytes, more than outbox.max-payload-size %d",
-			oncebox.ErrInvalidInput, topic, i, msg.UUID, len(msg.Payload), p.maxSize)
-	}
 	if err := validateName(msg.UUID); err != nil {
 		return fmt.Errorf("%w: publish to %q: message %d: uuid %q %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
 	}
@@ -282,6 +288,26 @@ func (p *Publisher) validateMessage(topic string, i int, msg *message.Message) e
 		if err := validateName(k); err != nil {
 			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): ordering key %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
 		}
+	}
+	return nil
+}
+
+// checkSize holds msg to outbox.max-payload-size, counting the payload and
+// the bytes of every metadata key and value: the broker receives the
+// metadata as headers of the same record and counts them against its own
+// limit (Kafka's message.max.bytes), so a payload under the limit with
+// megabytes of metadata would be written here and refused at every relay
+// attempt. The headers oncebox adds (event id and type, trace context, about
+// 100 bytes) are not counted, so that a limit set to the broker's leaves
+// that much room. It runs after the other checks, whose errors say more.
+func (p *Publisher) checkSize(msg *message.Message) error {
+	md := 0
+	for k, v := range msg.Metadata {
+		md += len(k) + len(v)
+	}
+	if total := len(msg.Payload) + md; total > p.maxSize {
+		return fmt.Errorf("payload is %d bytes and metadata %d (keys and values), %d in all, more than outbox.max-payload-size %d, which counts both",
+			len(msg.Payload), md, total, p.maxSize)
 	}
 	return nil
 }

@@ -211,12 +211,20 @@ func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {
 		{"topic with NUL", "a\x00b", []*message.Message{good()}, "NUL"},
 		{"invalid UTF-8 topic", "a\xffb", []*message.Message{good()}, "not valid UTF-8"},
 		{"payload over the limit", "t", []*message.Message{good(), message.NewMessage("big", make([]byte, 17))},
-			"message 1 (uuid \"big\"): payload is 17 bytes, more than outbox.max-payload-size 16"},
+			"message 1 (uuid \"big\"): payload is 17 bytes and metadata 0 (keys and values), 17 in all, more than outbox.max-payload-size 16"},
+		// The limit counts the bytes of every metadata key and value: the
+		// broker receives them as headers, in the same record.
+		{"metadata over the limit", "t", []*message.Message{good(), withMeta("k", strings.Repeat("v", 16))},
+			"message 1 (uuid \"m\"): payload is 0 bytes and metadata 17 (keys and values), 17 in all, more than outbox.max-payload-size 16"},
 		{"empty message uuid", "t", []*message.Message{message.NewMessage("", nil)}, "uuid \"\" is empty"},
 		{"metadata value with NUL", "t", []*message.Message{withMeta("k", "a\x00")}, `metadata "k" has a value that is not valid UTF-8`},
 		{"metadata key invalid UTF-8", "t", []*message.Message{withMeta("\xff", "v")}, "metadata key \"\\xff\""},
 		{"empty metadata key", "t", []*message.Message{withMeta("", "v")}, "metadata has an empty key"},
 		{"oversized key", "t", []*message.Message{withMeta(oncebox.HeaderKey, strings.Repeat("k", 300))}, "ordering key is 300 bytes long"},
+		// The relay writes the message UUID under this header itself; Kafka's
+		// would refuse the event at every attempt until it went to the DLQ.
+		{"watermill UUID header", "t", []*message.Message{good(), withMeta("_watermill_message_uuid", "x")},
+			`message 1 (uuid "m"): metadata key "_watermill_message_uuid" is reserved`},
 	}
 	err := b.inTx(t, true, func(tx pgx.Tx) error {
 		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
@@ -232,6 +240,34 @@ func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, 0, b.events(t))
+}
+
+// TestPublishSizeLimitCountsMetadata: 8 MiB of metadata on a tiny payload
+// used to be written, then refused by the broker at every attempt. Exactly
+// the limit, payload and metadata together, is accepted.
+func TestPublishSizeLimitCountsMetadata(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	err := b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		huge := message.NewMessage("huge", []byte("{}"))
+		huge.Metadata.Set("blob", strings.Repeat("x", 8<<20))
+		b.trace.Reset()
+		err = pub.Publish("t", huge)
+		require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+		require.ErrorContains(t, err, `message 0 (uuid "huge"): payload is 2 bytes and metadata 8388612 (keys and values), 8388614 in all, more than outbox.max-payload-size 1048576`)
+		require.Empty(t, b.trace.Statements(), "nothing is sent to the database")
+
+		// key (4) + value + payload (2) = the limit exactly.
+		full := message.NewMessage("full", []byte("{}"))
+		full.Metadata.Set("blob", strings.Repeat("x", oncebox.DefaultMaxPayloadSize-6))
+		return pub.Publish("t", full)
+	})
+	require.NoError(t, err)
+	stored := b.stored(t)
+	require.Len(t, stored, 1)
+	require.Equal(t, "full", stored[0].MessageUUID)
 }
 
 func TestNewPublisherRefusesWhatIsNotATransaction(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,8 +95,9 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 	var errs []error
 	if c.URL == "" {
 		errs = append(errs, errors.New("URL is required"))
-	} else if _, err := amqp.ParseURI(c.URL); err != nil {
-		errs = append(errs, fmt.Errorf("URL: %w", err))
+	} else if err := checkURL(c.URL); err != nil {
+		// Never wrap the parser's error: it quotes the URL.
+		errs = append(errs, fmt.Errorf("URL %s %v", redact(c.URL), err))
 	}
 	if len(c.Exchange) > maxShortString {
 		errs = append(errs, fmt.Errorf("Exchange is longer than %d bytes", maxShortString))
@@ -353,7 +353,7 @@ func (p *Publisher) connection() (*connection, error) {
 	}
 	cn, err := p.dial()
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("dial %s: %w", redact(p.cfg.URL), err))
+		return nil, unavailable(fmt.Errorf("dial URL %s: %w", redact(p.cfg.URL), err))
 	}
 	p.conn = cn
 	return cn, nil
@@ -729,13 +729,4 @@ func (c *writeDeadlineConn) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return c.Conn.Write(b)
-}
-
-// redact hides the password of an AMQP URL.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }

@@ -470,3 +470,10 @@ func TestConnectionLostWhileWaitingForConfirms(t *testing.T) {
 	require.Nil(t, results)
 	require.Less(t, time.Since(start), 10*time.Second, "at the loss, not at ConfirmTimeout")
 }
+
+// The outbox publisher refuses oncebox.HeaderMessageUUID as metadata; it
+// must be the header the RabbitMQ relay writes the UUID under by default.
+func TestDefaultUUIDHeaderIsTheReservedOne(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, oncebox.HeaderMessageUUID, amqpwm.DefaultMessageUUIDHeaderKey)
+}

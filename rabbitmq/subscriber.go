@@ -59,6 +59,10 @@ func CheckSubscriberConfig(cfg amqpwm.Config) []string {
 
 	if cfg.Connection.AmqpURI == "" {
 		add("Connection.AmqpURI is empty: the subscriber cannot connect")
+	} else if err := checkURL(cfg.Connection.AmqpURI); err != nil {
+		// watermill-amqp would pass on amqp091-go's parse error, which
+		// quotes the URL with its password: report it here, redacted.
+		add("Connection.AmqpURI %s %v: the subscriber cannot connect", redact(cfg.Connection.AmqpURI), err)
 	}
 	if cfg.Marshaler == nil {
 		add("Marshaler is nil: the subscriber cannot decode messages; use amqpwm.DefaultMarshaler{}, which restores the UUID and the metadata the oncebox publisher writes")
