@@ -43,8 +43,13 @@ func (a *app) serveCmd() *cobra.Command {
 			if token != "" && insecure {
 				return usageErr("--token and --insecure-no-auth exclude each other")
 			}
-			if !strings.HasPrefix(basePath, "/") || strings.HasSuffix(basePath, "/") {
-				return usageErr("--base-path must start with / and not end with /, got %q", basePath)
+			// Checked before connecting: a base path ServeMux cannot serve
+			// must be a usage error naming it, never a panic.
+			if err := dlq.ValidateBasePath(basePath); err != nil {
+				return usageErr("--base-path: %v", err)
+			}
+			if basePath == "/" || strings.HasSuffix(basePath, "/") {
+				return usageErr("--base-path %q must not end with / (the API and /metrics share the server)", basePath)
 			}
 			cfg := dlq.HandlerConfig{Logger: watermill.NewStdLoggerWithOut(a.stderr, false, false),
 				BasePath: basePath, AllowUnauthenticatedDangerously: insecure}
@@ -97,10 +102,10 @@ func (a *app) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle(basePath, h)
-			mux.Handle(basePath+"/", h)
-			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			mux, err := serveMux(basePath, h, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			if err != nil {
+				return usageErr("--base-path %q: %v", basePath, err)
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)
@@ -137,4 +142,20 @@ func (a *app) serveCmd() *cobra.Command {
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
 	return c
+}
+
+// serveMux routes the DLQ API under basePath and GET /metrics. A pattern
+// ServeMux refuses (a base path ValidateBasePath let through, one that
+// conflicts with /metrics) is returned as an error instead of its panic.
+func serveMux(basePath string, api, metrics http.Handler) (mux *http.ServeMux, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			mux, err = nil, fmt.Errorf("cannot be served: %v", v)
+		}
+	}()
+	mux = http.NewServeMux()
+	mux.Handle(basePath, api)
+	mux.Handle(basePath+"/", api)
+	mux.Handle("GET /metrics", metrics)
+	return mux, nil
 }
