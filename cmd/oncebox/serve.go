@@ -29,6 +29,7 @@ func (a *app) adminCmd() *cobra.Command {
 func (a *app) serveCmd() *cobra.Command {
 	var addr, token, basePath string
 	var insecure bool
+	var readTimeout, requestTimeout, idleTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the DLQ REST API, behind a bearer token, until SIGINT or SIGTERM",
@@ -42,6 +43,14 @@ func (a *app) serveCmd() *cobra.Command {
 			}
 			if token != "" && insecure {
 				return usageErr("--token and --insecure-no-auth exclude each other")
+			}
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+			}{{"--read-timeout", readTimeout}, {"--request-timeout", requestTimeout}, {"--idle-timeout", idleTimeout}} {
+				if d.v <= 0 {
+					return usageErr("%s must be positive, got %s", d.name, d.v)
+				}
 			}
 			// Checked before connecting: a base path ServeMux cannot serve
 			// must be a usage error naming it, never a panic.
@@ -98,10 +107,11 @@ func (a *app) serveCmd() *cobra.Command {
 				return err
 			}
 			cfg.Store = st
-			h, err := dlq.NewHandler(cfg)
+			api, err := dlq.NewHandler(cfg)
 			if err != nil {
 				return err
 			}
+			h := withTimeout(api, requestTimeout)
 			mux, err := serveMux(basePath, h, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 			if err != nil {
 				return usageErr("--base-path %q: %v", basePath, err)
@@ -110,7 +120,7 @@ func (a *app) serveCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			srv := newServer(mux, readTimeout, requestTimeout, idleTimeout)
 			if insecure {
 				fmt.Fprintln(a.stderr, "oncebox: WARNING: serving without authentication (--insecure-no-auth)")
 			}
@@ -141,6 +151,9 @@ func (a *app) serveCmd() *cobra.Command {
 	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN)")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
+	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
+	c.Flags().DurationVar(&requestTimeout, "request-timeout", defaultRequestTimeout, "time limit of a request's database work")
+	c.Flags().DurationVar(&idleTimeout, "idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection is kept open")
 	return c
 }
 
@@ -158,4 +171,54 @@ func serveMux(basePath string, api, metrics http.Handler) (mux *http.ServeMux, e
 	mux.Handle(basePath+"/", api)
 	mux.Handle("GET /metrics", metrics)
 	return mux, nil
+}
+
+// The admin server's limits, documented in docs/cli.md. A client must not
+// hold a connection (and a goroutine) for longer than it needs to send a
+// request and read the answer: without ReadTimeout a client that stalls its
+// body, before or after the token is checked, keeps the connection forever.
+const (
+	// defaultReadTimeout bounds the reading of a request, headers and body
+	// (at most dlq.MaxBodyBytes): generous for 1 MiB on a slow link.
+	defaultReadTimeout = 30 * time.Second
+	// maxHeaderTimeout bounds the headers alone, within the read timeout.
+	maxHeaderTimeout = 10 * time.Second
+	// defaultRequestTimeout bounds the database work of one request (a
+	// bulk change of many rows is one statement).
+	defaultRequestTimeout = 30 * time.Second
+	// writeMargin is the time left to write the response after the
+	// database work: a page is at most 1,000 rows.
+	writeMargin = 30 * time.Second
+	// defaultIdleTimeout closes keep-alive connections left idle.
+	defaultIdleTimeout = 120 * time.Second
+	// maxHeaderBytes caps the request line and headers: the API needs a
+	// token and a short query string (the status filter takes at most four
+	// values), so 64 KiB is ample; more is a 431.
+	maxHeaderBytes = 64 << 10
+)
+
+// newServer returns the admin http.Server with its limits. WriteTimeout
+// counts from the end of the headers, so it covers the body's reading, the
+// handler's database work (bounded by requestTimeout) and the writing of the
+// response: a WriteTimeout shorter than the handler's work would cut off
+// its answer.
+func newServer(h http.Handler, readTimeout, requestTimeout, idleTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(readTimeout, maxHeaderTimeout),
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      readTimeout + requestTimeout + writeMargin,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+}
+
+// withTimeout bounds the context of every request, which the Store's
+// statements run under, by d.
+func withTimeout(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
