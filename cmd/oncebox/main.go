@@ -19,6 +19,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	_ "github.com/sijms/go-ora/v2" // the "oracle" driver
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -49,8 +50,8 @@ type env struct {
 	stdout, stderr io.Writer
 	// clock is the clock of status ages and of updated_at. Default: real.
 	clock clockwork.Clock
-	// interactive reports whether stdin is a terminal. Default: a check of
-	// the file's mode.
+	// interactive reports whether stdin is a terminal. Default:
+	// term.IsTerminal on stdin's file descriptor.
 	interactive func() bool
 	// getenv reads the environment. Default: os.Getenv.
 	getenv func(string) string
@@ -127,12 +128,11 @@ func runEnv(e env) int {
 	if e.interactive == nil {
 		in := e.stdin
 		e.interactive = func() bool {
+			// A character device is not enough: /dev/null is one, and a
+			// prompt on it reads EOF and aborts (exit 4) where a script
+			// must be refused (exit 2). Only a terminal answers termios.
 			f, ok := in.(*os.File)
-			if !ok {
-				return false
-			}
-			st, err := f.Stat()
-			return err == nil && st.Mode()&os.ModeCharDevice != 0
+			return ok && term.IsTerminal(int(f.Fd()))
 		}
 	}
 	a := &app{env: e}
