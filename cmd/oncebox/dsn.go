@@ -158,3 +158,29 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg.ParseTime, cfg.Loc = true, time.UTC
 	return cfg, nil
 }
+
+// dsnHasPassword reports whether dsn holds a password: in the URL's user
+// info or a password parameter, or a password key of the key=value form.
+// A URL that does not parse counts as holding one if it has user info with
+// a ':'.
+func dsnHasPassword(dsn string) bool {
+	if !isURL(dsn) {
+		return strings.Contains(dsn, "password=")
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		_, rest, _ := strings.Cut(dsn, "://")
+		i := strings.LastIndex(rest, "@")
+		return i >= 0 && strings.Contains(rest[:i], ":")
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	return u.Query().Has("password")
+}
+
+// warnFlagSecret warns on stderr that the secret flag name, given on the
+// command line, can be read by other users in the process list.
+func (a *app) warnFlagSecret(name, instead string) {
+	fmt.Fprintf(a.stderr, "oncebox: warning: %s is visible to other users of the machine in the process list (ps); use %s instead\n", name, instead)
+}

@@ -241,6 +241,8 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 	dsn := a.g.dsn
 	if dsn == "" {
 		dsn = a.getenv("ONCEBOX_DSN")
+	} else if dsnHasPassword(dsn) {
+		a.warnFlagSecret("--dsn", "ONCEBOX_DSN")
 	}
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usageErr("no database: pass --dsn or set ONCEBOX_DSN")

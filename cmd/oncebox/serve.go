@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -27,7 +28,7 @@ func (a *app) adminCmd() *cobra.Command {
 }
 
 func (a *app) serveCmd() *cobra.Command {
-	var addr, token, basePath string
+	var addr, token, tokenFile, basePath string
 	var insecure bool
 	var readTimeout, requestTimeout, idleTimeout time.Duration
 	c := &cobra.Command{
@@ -35,11 +36,26 @@ func (a *app) serveCmd() *cobra.Command {
 		Short: "Serve the DLQ REST API, behind a bearer token, until SIGINT or SIGTERM",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("token") {
+				a.warnFlagSecret("--token", "ONCEBOX_ADMIN_TOKEN or --token-file")
+			}
+			if tokenFile != "" {
+				if token != "" {
+					return usageErr("--token-file and --token exclude each other")
+				}
+				if insecure {
+					return usageErr("--token-file and --insecure-no-auth exclude each other")
+				}
+				var err error
+				if token, err = readTokenFile(tokenFile); err != nil {
+					return err
+				}
+			}
 			if token == "" {
 				token = a.getenv("ONCEBOX_ADMIN_TOKEN")
 			}
 			if token == "" && !insecure {
-				return usageErr("no token: pass --token or set ONCEBOX_ADMIN_TOKEN (--insecure-no-auth serves without one)")
+				return usageErr("no token: set ONCEBOX_ADMIN_TOKEN or pass --token-file (--insecure-no-auth serves without one)")
 			}
 			if token != "" && insecure {
 				return usageErr("--token and --insecure-no-auth exclude each other")
@@ -148,7 +164,8 @@ func (a *app) serveCmd() *cobra.Command {
 		}),
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8081", "address to listen on")
-	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN)")
+	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN); visible in ps, prefer the variable or --token-file")
+	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
 	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
@@ -221,4 +238,20 @@ func withTimeout(h http.Handler, d time.Duration) http.Handler {
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// readTokenFile reads the bearer token from the file at path: the file
+// without its trailing line break and spaces. Errors name the path, never
+// the content.
+func readTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		// The *PathError names the path and the reason, not the content.
+		return "", usageErr("--token-file: %v", err)
+	}
+	token := strings.TrimRight(string(b), " \t\r\n")
+	if token == "" {
+		return "", usageErr("--token-file %q is empty", path)
+	}
+	return token, nil
 }

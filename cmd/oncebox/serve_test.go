@@ -48,16 +48,25 @@ func TestAdminServeRefusesBadBasePaths(t *testing.T) {
 // returns its address; the server is stopped at the end of the test.
 func startServe(t *testing.T, flags ...string) string {
 	t.Helper()
+	addr, _ := startServeEnv(t, func(string) string { return "" },
+		append([]string{"--token", "s3cret-token-for-tests"}, flags...)...)
+	return addr
+}
+
+// startServeEnv is startServe with the environment getenv and no token
+// flag of its own; it also returns the server's stderr.
+func startServeEnv(t *testing.T, getenv func(string) string, flags ...string) (string, *syncBuffer) {
+	t.Helper()
 	s := pgtest.NewSchema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	done := make(chan int, 1)
-	var errOut syncBuffer
+	errOut := &syncBuffer{}
 	args := append([]string{"--dsn", pgtest.DSN(), "--schema", s.Name, "admin", "serve",
-		"--addr", "127.0.0.1:0", "--token", "s3cret-token-for-tests"}, flags...)
+		"--addr", "127.0.0.1:0"}, flags...)
 	go func() {
-		done <- runEnv(env{args: args, stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &errOut,
-			rootCtx: ctx, getenv: func(string) string { return "" }, onListen: func(a string) { addrc <- a }})
+		done <- runEnv(env{args: args, stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: errOut,
+			rootCtx: ctx, getenv: getenv, onListen: func(a string) { addrc <- a }})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -65,12 +74,12 @@ func startServe(t *testing.T, flags ...string) string {
 	})
 	select {
 	case addr := <-addrc:
-		return addr
+		return addr, errOut
 	case code := <-done:
 		done <- code
 		t.Fatalf("serve exited %d: %s", code, errOut.String())
 	}
-	return ""
+	return "", nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
