@@ -420,31 +420,35 @@ func (h *handler) deleteBulk(w http.ResponseWriter, r *http.Request) error {
 
 // rowJSON is a Row as the REST API shows it.
 type rowJSON struct {
-	ID            oncebox.EventID   `json:"id"`
-	EventID       *oncebox.EventID  `json:"event_id"`
-	Source        oncebox.DLQSource `json:"source"`
-	HandlerName   string            `json:"handler_name"`
-	EventType     string            `json:"event_type"`
-	Topic         string            `json:"topic"`
-	Key           string            `json:"key"`
-	MessageUUID   string            `json:"message_uuid"`
-	Payload       []byte            `json:"payload"`
-	Metadata      map[string]string `json:"metadata"`
-	Status        oncebox.DLQStatus `json:"status"`
-	RetryCount    int               `json:"retry_count"`
-	LastError     string            `json:"last_error"`
-	CreatedAt     time.Time         `json:"created_at"`
-	FirstFailedAt *time.Time        `json:"first_failed_at"`
-	LastFailedAt  *time.Time        `json:"last_failed_at"`
-	MovedAt       time.Time         `json:"moved_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
+	ID          oncebox.EventID   `json:"id"`
+	EventID     *oncebox.EventID  `json:"event_id"`
+	Source      oncebox.DLQSource `json:"source"`
+	HandlerName string            `json:"handler_name"`
+	EventType   string            `json:"event_type"`
+	Topic       string            `json:"topic"`
+	Key         string            `json:"key"`
+	MessageUUID string            `json:"message_uuid"`
+	Payload     []byte            `json:"payload"`
+	PayloadSize int               `json:"payload_size"`
+	// PayloadTruncated is true in a listing whose payload was cut to
+	// ListPayloadBytes; GET of the row gives it whole.
+	PayloadTruncated bool              `json:"payload_truncated"`
+	Metadata         map[string]string `json:"metadata"`
+	Status           oncebox.DLQStatus `json:"status"`
+	RetryCount       int               `json:"retry_count"`
+	LastError        string            `json:"last_error"`
+	CreatedAt        time.Time         `json:"created_at"`
+	FirstFailedAt    *time.Time        `json:"first_failed_at"`
+	LastFailedAt     *time.Time        `json:"last_failed_at"`
+	MovedAt          time.Time         `json:"moved_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
 // toJSON converts r to its REST form.
 func toJSON(r Row) rowJSON {
 	return rowJSON{ID: r.ID, EventID: r.EventID, Source: r.Source, HandlerName: r.HandlerName,
 		EventType: r.EventType, Topic: r.Topic, Key: r.Key, MessageUUID: r.MessageUUID, Payload: r.Payload,
-		Metadata: r.Metadata, Status: r.Status, RetryCount: r.RetryCount, LastError: r.LastError,
+		PayloadSize: r.PayloadSize, PayloadTruncated: r.PayloadTruncated, Metadata: r.Metadata, Status: r.Status, RetryCount: r.RetryCount, LastError: r.LastError,
 		CreatedAt: r.CreatedAt, FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt,
 		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt}
 }
