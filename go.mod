@@ -27,6 +27,7 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/sijms/go-ora/v2 v2.8.24
 	go.opentelemetry.io/otel/sdk v1.29.0
+	golang.org/x/term v0.43.0
 )
 
 require filippo.io/edwards25519 v1.2.0 // indirect
@@ -39,7 +40,7 @@ require (
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.20.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	golang.org/x/sys v0.44.0 // indirect
+	golang.org/x/sys v0.44.0
 	google.golang.org/protobuf v1.36.11 // indirect
 )
 

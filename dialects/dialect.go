@@ -152,7 +152,9 @@ type Dialect interface {
 	// row when it does not exist.
 	DLQGetStatus(id oncebox.EventID) Query
 	// DLQList selects up to limit rows matching f in (moved_at, id) order,
-	// after the key when it is not nil, columns as DLQGet.
+	// after the key when it is not nil, columns in the order of
+	// DLQRecord.ListScanTargets: the payload cut to DLQListPayloadBytes
+	// (where the database can), then its full size.
 	DLQList(f DLQFilter, after *DLQKey, limit int) Query
 	// DLQCount counts the rows matching f, one integer.
 	DLQCount(f DLQFilter) Query

@@ -50,11 +50,16 @@ func (d *MySQL) DLQGetStatus(id oncebox.EventID) Query {
 	return Query{SQL: "SELECT status FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
+// mysqlDLQListColumns cuts the payload in SQL, so the server sends at
+// most DLQListPayloadBytes of it per row, and its LENGTH (bytes, a BLOB).
+var mysqlDLQListColumns = dlqListColumns("SUBSTRING(payload, 1, "+dlqListCap+")", "LENGTH(payload)")
+
 // DLQList implements Dialect: keyset pagination in (moved_at, id) order. The
 // key is spelled out as (moved_at > ? OR (moved_at = ? AND id > ?)): MySQL
 // plans a row-value comparison (moved_at, id) > (?, ?) poorly, the expanded
 // form is an index range on (moved_at, id) or (status, moved_at, id). No
-// locks: a plain read.
+// locks: a plain read. Columns: DLQRecord.ListScanTargets, the payload cut
+// to DLQListPayloadBytes.
 func (d *MySQL) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
 	conds, args := mysqlDLQWhere(f, nil, nil)
 	if after != nil {
@@ -64,7 +69,7 @@ func (d *MySQL) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
 	}
 	args = append(args, limit)
 	return Query{
-		SQL:  "SELECT " + dlqColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) + "\n ORDER BY moved_at, id\n LIMIT ?",
+		SQL:  "SELECT " + mysqlDLQListColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) + "\n ORDER BY moved_at, id\n LIMIT ?",
 		Args: args,
 	}
 }

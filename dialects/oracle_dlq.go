@@ -7,7 +7,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
-// oracleDLQColumns is the select list of DLQGet and DLQList, in the order of
+// oracleDLQColumns is the select list of DLQGet, in the order of
 // DLQRecord.ScanTargets.
 const oracleDLQColumns = dlqColumns
 
@@ -46,6 +46,13 @@ func (d *Oracle) DLQGetStatus(id oncebox.EventID) Query {
 	return b.query("SELECT status FROM " + d.tables.DLQ + " WHERE id = " + b.p(d.EncodeID(id)))
 }
 
+// oracleDLQListColumns reads the whole payload BLOB and its length: a
+// DBMS_LOB.SUBSTR in SQL returns a RAW, limited to 2,000 bytes unless
+// MAX_STRING_SIZE=EXTENDED, so the cut to DLQListPayloadBytes is made by
+// the caller (package dlq) after the read. An empty payload is stored as
+// NULL (docs/oracle.md): its length is 0.
+var oracleDLQListColumns = dlqListColumns("payload", "NVL(DBMS_LOB.GETLENGTH(payload), 0)")
+
 // DLQList implements Dialect: keyset pagination in (moved_at, id) order,
 // spelled without row values; FETCH FIRST is fine in a plain read (no FOR
 // UPDATE). Index: (moved_at, id), or (status, moved_at, id).
@@ -56,7 +63,7 @@ func (d *Oracle) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
 		conds = append(conds, "(moved_at > "+b.t(after.MovedAt)+" OR (moved_at = "+b.t(after.MovedAt)+
 			" AND id > "+b.p(d.EncodeID(after.ID))+"))")
 	}
-	return b.query("SELECT " + oracleDLQColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) +
+	return b.query("SELECT " + oracleDLQListColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) +
 		"\n ORDER BY moved_at, id\n FETCH FIRST " + b.p(limit) + " ROWS ONLY")
 }
 

@@ -68,11 +68,18 @@ func (d *PostgreSQL) DLQGetStatus(id oncebox.EventID) Query {
 	}
 }
 
+// pgDLQListColumns cuts the payload in SQL: substring of a bytea reads
+// only the first chunks of a TOASTed value (fetched by slices, decompressed
+// only as far as needed) and octet_length reads its size from the TOAST
+// header, so a page does not carry whole payloads.
+var pgDLQListColumns = dlqListColumns("substring(payload FROM 1 FOR "+dlqListCap+")", "octet_length(payload)")
+
 // DLQList implements Dialect: up to limit rows matching f in (moved_at, id)
 // order, starting after the key when it is not nil (keyset pagination: the
 // row-value comparison is an index range, however deep the page). Index:
 // (moved_at, id), or (status, moved_at, id) for one status. No locks: a
-// plain read.
+// plain read. Columns: DLQRecord.ListScanTargets, the payload cut to
+// DLQListPayloadBytes.
 func (d *PostgreSQL) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
 	conds, args := dlqWhere(f, nil, nil)
 	if after != nil {
@@ -82,7 +89,7 @@ func (d *PostgreSQL) DLQList(f DLQFilter, after *DLQKey, limit int) Query {
 	}
 	args = append(args, limit)
 	return Query{
-		SQL: "SELECT " + dlqColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) +
+		SQL: "SELECT " + pgDLQListColumns + "\n  FROM " + d.tables.DLQ + whereClause(conds) +
 			"\n ORDER BY moved_at, id\n LIMIT $" + strconv.Itoa(len(args)),
 		Args: args,
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -36,8 +38,9 @@ type Filter struct {
 	MovedTo time.Time
 }
 
-// Validate checks the filter; errors wrap oncebox.ErrInvalidInput and name
-// the field.
+// Validate checks the filter: known statuses and source, an EventType of
+// valid UTF-8 without NUL, MovedFrom not after MovedTo. Errors wrap
+// oncebox.ErrInvalidInput and name the field.
 func (f Filter) Validate() error {
 	var errs []error
 	for _, s := range f.Statuses {
@@ -47,6 +50,9 @@ func (f Filter) Validate() error {
 	}
 	if len(f.EventType) > oncebox.MaxEventTypeLength {
 		errs = append(errs, fmt.Errorf("Filter.EventType: longer than %d characters", oncebox.MaxEventTypeLength))
+	}
+	if reason := badText(f.EventType); reason != "" {
+		errs = append(errs, fmt.Errorf("Filter.EventType: %s", reason))
 	}
 	switch f.Source {
 	case "", oncebox.DLQSourcePublisher, oncebox.DLQSourceConsumer:
@@ -63,8 +69,32 @@ func (f Filter) Validate() error {
 	return nil
 }
 
+// badText says why s cannot be compared with a text column, "" when it can:
+// PostgreSQL refuses a NUL or invalid UTF-8 with an error (a 500 for the
+// REST handler), MySQL converts them and matches other rows than asked.
+func badText(s string) string {
+	switch {
+	case strings.IndexByte(s, 0) >= 0:
+		return "contains a NUL character"
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	}
+	return ""
+}
+
+// dialect returns the filter for the dialect, its statuses de-duplicated:
+// however many a caller repeats, at most the four statuses reach the SQL
+// (MySQL would refuse a statement of more than 65,535 placeholders).
 func (f Filter) dialect() dialects.DLQFilter {
-	return dialects.DLQFilter{Statuses: f.Statuses, EventType: f.EventType, Source: f.Source,
+	var statuses []oncebox.DLQStatus
+	seen := make(map[oncebox.DLQStatus]bool, 4)
+	for _, s := range f.Statuses {
+		if !seen[s] {
+			seen[s] = true
+			statuses = append(statuses, s)
+		}
+	}
+	return dialects.DLQFilter{Statuses: statuses, EventType: f.EventType, Source: f.Source,
 		MovedFrom: f.MovedFrom, MovedTo: f.MovedTo}
 }
 

@@ -45,7 +45,8 @@ type HandlerConfig struct {
 	// Logger logs the errors behind 500 responses and recovered panics.
 	// Optional: nothing is logged without it.
 	Logger watermill.LoggerAdapter
-	// BasePath is the prefix the handler is mounted under, default "/dlq".
+	// BasePath is the prefix the handler is mounted under, default "/dlq";
+	// see ValidateBasePath for what it may be.
 	// The handler matches the full request path, so mount it without
 	// http.StripPrefix, e.g. mux.Handle("/dlq/", h).
 	BasePath string
@@ -55,7 +56,7 @@ type HandlerConfig struct {
 // docs/dlq-openapi.yaml). It refuses, with an error wrapping
 // oncebox.ErrInvalidConfig that names the field, a nil Store, a nil
 // Authorize without AllowUnauthenticatedDangerously, and a BasePath that
-// does not start with "/".
+// ValidateBasePath refuses.
 func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	var errs []error
 	if cfg.Store == nil {
@@ -68,29 +69,81 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if base == "" {
 		base = DefaultBasePath
 	}
-	if !strings.HasPrefix(base, "/") {
-		errs = append(errs, fmt.Errorf("HandlerConfig.BasePath %q does not start with /", cfg.BasePath))
-	}
-	if strings.ContainsAny(base, "{} \t") {
-		errs = append(errs, fmt.Errorf("HandlerConfig.BasePath %q has a space or a brace", cfg.BasePath))
+	if err := ValidateBasePath(base); err != nil {
+		errs = append(errs, fmt.Errorf("HandlerConfig.%w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
-	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/")
 	logger := cfg.Logger
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
 	h := &handler{store: cfg.Store, authorize: cfg.Authorize, logger: logger, mux: http.NewServeMux()}
 	for _, rt := range routes {
-		h.mux.HandleFunc(rt.Method+" "+base+rt.Path, func(w http.ResponseWriter, r *http.Request) {
+		if err := handleFunc(h.mux, rt.Method+" "+base+rt.Path, func(w http.ResponseWriter, r *http.Request) {
 			if err := rt.serve(h, w, r); err != nil {
 				h.writeError(w, r, err)
 			}
-		})
+		}); err != nil {
+			// ValidateBasePath should have refused the base path; this
+			// keeps a ServeMux panic we did not foresee from reaching the
+			// caller.
+			return nil, fmt.Errorf("%w: dlq: HandlerConfig.BasePath %q: %w", oncebox.ErrInvalidConfig, cfg.BasePath, err)
+		}
 	}
 	return h, nil
+}
+
+// handleFunc registers pattern on mux, returning ServeMux's panic (a bad
+// or conflicting pattern) as an error.
+func handleFunc(mux *http.ServeMux, pattern string, f http.HandlerFunc) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("cannot serve the pattern %q: %v", pattern, v)
+		}
+	}()
+	mux.HandleFunc(pattern, f)
+	return nil
+}
+
+// ValidateBasePath checks a base path for HandlerConfig.BasePath: "/" or
+// "/seg/seg…", optionally with one trailing "/", each segment non-empty, not
+// "." or "..", and made of the characters URL paths carry unescaped and
+// http.ServeMux patterns read literally: ASCII letters, digits, '-', '.',
+// '_' and '~'. Anything else (an empty, "." or ".." segment, which ServeMux
+// redirects away from; '{', '}', which are wildcards; spaces, '%', '?',
+// '#', control or non-ASCII characters) would make the handler panic or be
+// served under another path. The error names the base path.
+func ValidateBasePath(base string) error {
+	if !strings.HasPrefix(base, "/") {
+		return fmt.Errorf("BasePath %q does not start with /", base)
+	}
+	trimmed := strings.TrimSuffix(base, "/")
+	if trimmed == "" {
+		return nil // "/": the API at the root
+	}
+	for i, seg := range strings.Split(trimmed[1:], "/") {
+		switch seg {
+		case "":
+			return fmt.Errorf("BasePath %q has an empty segment (//) at segment %d", base, i+1)
+		case ".", "..":
+			return fmt.Errorf("BasePath %q has a %q segment: give the clean path", base, seg)
+		}
+		for _, c := range []byte(seg) {
+			if !basePathChar(c) {
+				return fmt.Errorf("BasePath %q has the character %q: use letters, digits, '-', '.', '_' and '~'", base, rune(c))
+			}
+		}
+	}
+	return nil
+}
+
+// basePathChar reports whether c is an RFC 3986 unreserved character.
+func basePathChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // BearerToken returns an Authorize func that accepts a request whose
@@ -367,31 +420,35 @@ func (h *handler) deleteBulk(w http.ResponseWriter, r *http.Request) error {
 
 // rowJSON is a Row as the REST API shows it.
 type rowJSON struct {
-	ID            oncebox.EventID   `json:"id"`
-	EventID       *oncebox.EventID  `json:"event_id"`
-	Source        oncebox.DLQSource `json:"source"`
-	HandlerName   string            `json:"handler_name"`
-	EventType     string            `json:"event_type"`
-	Topic         string            `json:"topic"`
-	Key           string            `json:"key"`
-	MessageUUID   string            `json:"message_uuid"`
-	Payload       []byte            `json:"payload"`
-	Metadata      map[string]string `json:"metadata"`
-	Status        oncebox.DLQStatus `json:"status"`
-	RetryCount    int               `json:"retry_count"`
-	LastError     string            `json:"last_error"`
-	CreatedAt     time.Time         `json:"created_at"`
-	FirstFailedAt *time.Time        `json:"first_failed_at"`
-	LastFailedAt  *time.Time        `json:"last_failed_at"`
-	MovedAt       time.Time         `json:"moved_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
+	ID          oncebox.EventID   `json:"id"`
+	EventID     *oncebox.EventID  `json:"event_id"`
+	Source      oncebox.DLQSource `json:"source"`
+	HandlerName string            `json:"handler_name"`
+	EventType   string            `json:"event_type"`
+	Topic       string            `json:"topic"`
+	Key         string            `json:"key"`
+	MessageUUID string            `json:"message_uuid"`
+	Payload     []byte            `json:"payload"`
+	PayloadSize int               `json:"payload_size"`
+	// PayloadTruncated is true in a listing whose payload was cut to
+	// ListPayloadBytes; GET of the row gives it whole.
+	PayloadTruncated bool              `json:"payload_truncated"`
+	Metadata         map[string]string `json:"metadata"`
+	Status           oncebox.DLQStatus `json:"status"`
+	RetryCount       int               `json:"retry_count"`
+	LastError        string            `json:"last_error"`
+	CreatedAt        time.Time         `json:"created_at"`
+	FirstFailedAt    *time.Time        `json:"first_failed_at"`
+	LastFailedAt     *time.Time        `json:"last_failed_at"`
+	MovedAt          time.Time         `json:"moved_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
 // toJSON converts r to its REST form.
 func toJSON(r Row) rowJSON {
 	return rowJSON{ID: r.ID, EventID: r.EventID, Source: r.Source, HandlerName: r.HandlerName,
 		EventType: r.EventType, Topic: r.Topic, Key: r.Key, MessageUUID: r.MessageUUID, Payload: r.Payload,
-		Metadata: r.Metadata, Status: r.Status, RetryCount: r.RetryCount, LastError: r.LastError,
+		PayloadSize: r.PayloadSize, PayloadTruncated: r.PayloadTruncated, Metadata: r.Metadata, Status: r.Status, RetryCount: r.RetryCount, LastError: r.LastError,
 		CreatedAt: r.CreatedAt, FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt,
 		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt}
 }

@@ -117,6 +117,9 @@ func (f filterJSON) into(out *Filter, prefix string) error {
 	if len(f.EventType) > oncebox.MaxEventTypeLength {
 		return badRequest(prefix+"event_type", fmt.Sprintf("longer than %d characters", oncebox.MaxEventTypeLength))
 	}
+	if reason := badText(f.EventType); reason != "" {
+		return badRequest(prefix+"event_type", reason)
+	}
 	out.EventType = f.EventType
 	switch src := oncebox.DLQSource(f.Source); src {
 	case "", oncebox.DLQSourcePublisher, oncebox.DLQSourceConsumer:

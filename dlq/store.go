@@ -109,9 +109,16 @@ type Row struct {
 	// Key is the ordering key, "" when none.
 	Key         string
 	MessageUUID string
-	Payload     []byte
-	Metadata    map[string]string
-	Status      oncebox.DLQStatus
+	// Payload is the whole payload from Get; from List, at most its first
+	// ListPayloadBytes (PayloadTruncated tells).
+	Payload []byte
+	// PayloadSize is the whole payload's size in bytes.
+	PayloadSize int
+	// PayloadTruncated is true when Payload is only the first
+	// ListPayloadBytes of the payload (List only): Get reads it whole.
+	PayloadTruncated bool
+	Metadata         map[string]string
+	Status           oncebox.DLQStatus
 	// RetryCount is the attempts made before the move.
 	RetryCount int
 	// LastError is the last send or handler error, "" when none.
@@ -143,6 +150,7 @@ func fromRecord(rec *dialects.DLQRecord) (Row, error) {
 	if r.Payload == nil {
 		r.Payload = []byte{}
 	}
+	r.PayloadSize = len(r.Payload)
 	r.Metadata = map[string]string{}
 	if len(rec.Metadata) > 0 {
 		if err := json.Unmarshal(rec.Metadata, &r.Metadata); err != nil {
@@ -160,8 +168,15 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// query runs q and scans each row into a Row.
-func (s *Store) query(ctx context.Context, q dialects.Query) ([]Row, error) {
+// ListPayloadBytes is the most payload bytes a row of List carries (4 KiB):
+// a page is built in memory, so 1,000 rows of megabyte payloads must not be
+// read whole. Row.PayloadTruncated and Row.PayloadSize tell a cut payload;
+// Get reads it whole.
+const ListPayloadBytes = dialects.DLQListPayloadBytes
+
+// query runs q and scans each row into a Row; listing tells a DLQList
+// statement, whose payload is cut and followed by its size.
+func (s *Store) query(ctx context.Context, q dialects.Query, listing bool) ([]Row, error) {
 	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err
@@ -170,12 +185,25 @@ func (s *Store) query(ctx context.Context, q dialects.Query) ([]Row, error) {
 	var out []Row
 	for rows.Next() {
 		var rec dialects.DLQRecord
-		if err := rows.Scan(rec.ScanTargets()...); err != nil {
+		targets := rec.ScanTargets()
+		if listing {
+			targets = rec.ListScanTargets()
+		}
+		if err := rows.Scan(targets...); err != nil {
 			return nil, err
 		}
 		r, err := fromRecord(&rec)
 		if err != nil {
 			return nil, err
+		}
+		if listing {
+			// A dialect that cannot cut the payload in SQL (Oracle) leaves
+			// it to this.
+			if len(r.Payload) > ListPayloadBytes {
+				r.Payload = r.Payload[:ListPayloadBytes:ListPayloadBytes]
+			}
+			r.PayloadSize = int(rec.PayloadSize)
+			r.PayloadTruncated = r.PayloadSize > len(r.Payload)
 		}
 		out = append(out, r)
 	}
@@ -187,7 +215,7 @@ func (s *Store) query(ctx context.Context, q dialects.Query) ([]Row, error) {
 
 // Get returns the row with id, or an error wrapping ErrNotFound.
 func (s *Store) Get(ctx context.Context, id oncebox.EventID) (Row, error) {
-	rows, err := s.query(ctx, s.d.DLQGet(id))
+	rows, err := s.query(ctx, s.d.DLQGet(id), false)
 	if err != nil {
 		return Row{}, fmt.Errorf("oncebox: dlq: get %s: %w", id, err)
 	}
@@ -198,7 +226,8 @@ func (s *Store) Get(ctx context.Context, id oncebox.EventID) (Row, error) {
 }
 
 // List returns one page of the rows matching f, in (moved_at, id) order, and
-// the cursor of the next page: nil when this page is the last. Keyset
+// the cursor of the next page: nil when this page is the last. Each row
+// carries at most ListPayloadBytes of its payload. Keyset
 // pagination: a row moved meanwhile before the cursor is not seen, none is
 // seen twice.
 func (s *Store) List(ctx context.Context, f Filter, page Page) ([]Row, *Cursor, error) {
@@ -213,7 +242,7 @@ func (s *Store) List(ctx context.Context, f Filter, page Page) ([]Row, *Cursor, 
 	if page.After != nil {
 		after = &dialects.DLQKey{MovedAt: page.After.MovedAt, ID: page.After.ID}
 	}
-	rows, err := s.query(ctx, s.d.DLQList(f.dialect(), after, limit+1))
+	rows, err := s.query(ctx, s.d.DLQList(f.dialect(), after, limit+1), true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("oncebox: dlq: list: %w", err)
 	}

@@ -88,25 +88,29 @@ func (a *app) dlqCmd() *cobra.Command {
 
 // rowJSON is a DLQ row in --json output.
 type rowJSON struct {
-	ID              string            `json:"id"`
-	EventID         *string           `json:"event_id"`
-	Source          string            `json:"source"`
-	HandlerName     string            `json:"handler_name"`
-	EventType       string            `json:"event_type"`
-	Topic           string            `json:"topic"`
-	Key             string            `json:"key"`
-	MessageUUID     string            `json:"message_uuid"`
-	Payload         string            `json:"payload"`
-	PayloadEncoding string            `json:"payload_encoding"`
-	Metadata        map[string]string `json:"metadata"`
-	Status          string            `json:"status"`
-	RetryCount      int               `json:"retry_count"`
-	LastError       string            `json:"last_error"`
-	CreatedAt       time.Time         `json:"created_at"`
-	FirstFailedAt   *time.Time        `json:"first_failed_at"`
-	LastFailedAt    *time.Time        `json:"last_failed_at"`
-	MovedAt         time.Time         `json:"moved_at"`
-	UpdatedAt       time.Time         `json:"updated_at"`
+	ID              string  `json:"id"`
+	EventID         *string `json:"event_id"`
+	Source          string  `json:"source"`
+	HandlerName     string  `json:"handler_name"`
+	EventType       string  `json:"event_type"`
+	Topic           string  `json:"topic"`
+	Key             string  `json:"key"`
+	MessageUUID     string  `json:"message_uuid"`
+	Payload         string  `json:"payload"`
+	PayloadEncoding string  `json:"payload_encoding"`
+	// PayloadSize is the whole payload's size in bytes; PayloadTruncated
+	// says that a listing carries only its first dlq.ListPayloadBytes.
+	PayloadSize      int               `json:"payload_size"`
+	PayloadTruncated bool              `json:"payload_truncated"`
+	Metadata         map[string]string `json:"metadata"`
+	Status           string            `json:"status"`
+	RetryCount       int               `json:"retry_count"`
+	LastError        string            `json:"last_error"`
+	CreatedAt        time.Time         `json:"created_at"`
+	FirstFailedAt    *time.Time        `json:"first_failed_at"`
+	LastFailedAt     *time.Time        `json:"last_failed_at"`
+	MovedAt          time.Time         `json:"moved_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
 func toJSON(r dlq.Row) rowJSON {
@@ -120,6 +124,7 @@ func toJSON(r dlq.Row) rowJSON {
 		out.EventID = &s
 	}
 	out.Payload, out.PayloadEncoding = encodePayload(r.Payload)
+	out.PayloadSize, out.PayloadTruncated = r.PayloadSize, r.PayloadTruncated
 	return out
 }
 

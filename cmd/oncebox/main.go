@@ -15,11 +15,11 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 	_ "github.com/sijms/go-ora/v2" // the "oracle" driver
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -50,8 +50,8 @@ type env struct {
 	stdout, stderr io.Writer
 	// clock is the clock of status ages and of updated_at. Default: real.
 	clock clockwork.Clock
-	// interactive reports whether stdin is a terminal. Default: a check of
-	// the file's mode.
+	// interactive reports whether stdin is a terminal. Default:
+	// term.IsTerminal on stdin's file descriptor.
 	interactive func() bool
 	// getenv reads the environment. Default: os.Getenv.
 	getenv func(string) string
@@ -128,12 +128,11 @@ func runEnv(e env) int {
 	if e.interactive == nil {
 		in := e.stdin
 		e.interactive = func() bool {
+			// A character device is not enough: /dev/null is one, and a
+			// prompt on it reads EOF and aborts (exit 4) where a script
+			// must be refused (exit 2). Only a terminal answers termios.
 			f, ok := in.(*os.File)
-			if !ok {
-				return false
-			}
-			st, err := f.Stat()
-			return err == nil && st.Mode()&os.ModeCharDevice != 0
+			return ok && term.IsTerminal(int(f.Fd()))
 		}
 	}
 	a := &app{env: e}
@@ -242,6 +241,8 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 	dsn := a.g.dsn
 	if dsn == "" {
 		dsn = a.getenv("ONCEBOX_DSN")
+	} else if dsnHasPassword(dsn) {
+		a.warnFlagSecret("--dsn", "ONCEBOX_DSN")
 	}
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usageErr("no database: pass --dsn or set ONCEBOX_DSN")
@@ -251,21 +252,31 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkURL(dsn); err != nil {
+		return nil, err
+	}
 	if name != "postgres" {
 		return connectStd(ctx, name, dsn, d)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, usageErr("--dsn: cannot parse the connection string: %v", redact(err, dsn))
+		hint := hintURL
+		if !isURL(dsn) {
+			hint = "check the port and the names of the keys, and quote a value with spaces, quotes or backslashes as 'v a\\'lue' " +
+				"(the parser's own message is not shown: it can contain the password)"
+		}
+		return nil, dsnError(dsn, "cannot parse the PostgreSQL connection string: "+hint)
 	}
 	cfg.MaxConns = 4
+	sec := secretsOf(cfg.ConnConfig.Password)
+	where := fmt.Sprintf("%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, fmt.Errorf("connect to %s: %w", where, sec.scrub(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", cfg.ConnConfig.Host, err)
+		return nil, fmt.Errorf("connect to %s: %w", where, sec.scrub(err))
 	}
 	return &conn{db: wsql.BeginnerFromPgx(pool), d: d, close: pool.Close}, nil
 }
@@ -273,69 +284,35 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 // connectStd opens a database/sql pool on MySQL/MariaDB (go-sql-driver) or
 // Oracle (go-ora).
 func connectStd(ctx context.Context, name, dsn string, d dialects.Dialect) (*conn, error) {
-	driverName, driverDSN, host := "oracle", dsn, ""
+	driverName, driverDSN := "oracle", dsn
+	var sec secrets
 	if name == "mysql" {
 		cfg, err := mysqlConfig(dsn)
 		if err != nil {
-			return nil, usageErr("--dsn: %v", redact(err, dsn))
+			return nil, err
 		}
-		driverName, driverDSN, host = "mysql", cfg.FormatDSN(), cfg.Addr
-	} else if u, err := url.Parse(dsn); err == nil {
-		host = u.Host
+		driverName, driverDSN, sec = "mysql", cfg.FormatDSN(), secretsOf(cfg.Passwd)
+	} else {
+		// go-ora quotes the DSN in its parse errors: parse it first.
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return nil, dsnError(dsn, "cannot parse it as a URL: "+hintURL)
+		}
+		if u.User != nil {
+			p, _ := u.User.Password()
+			sec = secretsOf(p)
+		}
 	}
 	db, err := sql.Open(driverName, driverDSN)
 	if err != nil {
-		return nil, usageErr("--dsn: %v", redact(err, dsn))
+		return nil, dsnError(dsn, "the "+driverName+" driver refused the connection string (its message is not shown: it can contain the password)")
 	}
 	db.SetMaxOpenConns(4)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("connect to %s: %w", host, redact(err, dsn))
+		return nil, fmt.Errorf("connect to %s: %w", shownDSN(dsn), sec.scrub(err))
 	}
 	return &conn{db: wsql.BeginnerFromStdSQL(db), d: d, close: func() { _ = db.Close() }}, nil
-}
-
-// mysqlConfig turns mysql://user:password@host:port/database?param=value
-// into go-sql-driver's configuration, with the times the MySQL dialect
-// needs: parseTime=true and UTC.
-func mysqlConfig(dsn string) (*mysql.Config, error) {
-	u, err := url.Parse(strings.Replace(dsn, "mariadb://", "mysql://", 1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot parse the connection string: %w", err)
-	}
-	cfg := mysql.NewConfig()
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	if u.Port() == "" {
-		cfg.Addr = u.Host + ":3306"
-	}
-	if u.User != nil {
-		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
-	}
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	if u.RawQuery != "" {
-		// Let the driver read its own parameters (tls, timeouts, …).
-		base, sep := cfg.FormatDSN(), "?"
-		if strings.Contains(base, "?") {
-			sep = "&"
-		}
-		parsed, err := mysql.ParseDSN(base + sep + u.RawQuery)
-		if err != nil {
-			return nil, err
-		}
-		cfg = parsed
-	}
-	cfg.ParseTime, cfg.Loc = true, time.UTC
-	return cfg, nil
-}
-
-// redact keeps a password in the DSN out of an error message.
-func redact(err error, dsn string) error {
-	msg := err.Error()
-	if dsn != "" {
-		msg = strings.ReplaceAll(msg, dsn, "<dsn>")
-	}
-	return errors.New(msg)
 }
 
 // ctx returns the command's context bounded by --timeout.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -27,24 +28,53 @@ func (a *app) adminCmd() *cobra.Command {
 }
 
 func (a *app) serveCmd() *cobra.Command {
-	var addr, token, basePath string
+	var addr, token, tokenFile, basePath string
 	var insecure bool
+	var readTimeout, requestTimeout, idleTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the DLQ REST API, behind a bearer token, until SIGINT or SIGTERM",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("token") {
+				a.warnFlagSecret("--token", "ONCEBOX_ADMIN_TOKEN or --token-file")
+			}
+			if tokenFile != "" {
+				if token != "" {
+					return usageErr("--token-file and --token exclude each other")
+				}
+				if insecure {
+					return usageErr("--token-file and --insecure-no-auth exclude each other")
+				}
+				var err error
+				if token, err = readTokenFile(tokenFile); err != nil {
+					return err
+				}
+			}
 			if token == "" {
 				token = a.getenv("ONCEBOX_ADMIN_TOKEN")
 			}
 			if token == "" && !insecure {
-				return usageErr("no token: pass --token or set ONCEBOX_ADMIN_TOKEN (--insecure-no-auth serves without one)")
+				return usageErr("no token: set ONCEBOX_ADMIN_TOKEN or pass --token-file (--insecure-no-auth serves without one)")
 			}
 			if token != "" && insecure {
 				return usageErr("--token and --insecure-no-auth exclude each other")
 			}
-			if !strings.HasPrefix(basePath, "/") || strings.HasSuffix(basePath, "/") {
-				return usageErr("--base-path must start with / and not end with /, got %q", basePath)
+			for _, d := range []struct {
+				name string
+				v    time.Duration
+			}{{"--read-timeout", readTimeout}, {"--request-timeout", requestTimeout}, {"--idle-timeout", idleTimeout}} {
+				if d.v <= 0 {
+					return usageErr("%s must be positive, got %s", d.name, d.v)
+				}
+			}
+			// Checked before connecting: a base path ServeMux cannot serve
+			// must be a usage error naming it, never a panic.
+			if err := dlq.ValidateBasePath(basePath); err != nil {
+				return usageErr("--base-path: %v", err)
+			}
+			if basePath == "/" || strings.HasSuffix(basePath, "/") {
+				return usageErr("--base-path %q must not end with / (the API and /metrics share the server)", basePath)
 			}
 			cfg := dlq.HandlerConfig{Logger: watermill.NewStdLoggerWithOut(a.stderr, false, false),
 				BasePath: basePath, AllowUnauthenticatedDangerously: insecure}
@@ -93,19 +123,20 @@ func (a *app) serveCmd() *cobra.Command {
 				return err
 			}
 			cfg.Store = st
-			h, err := dlq.NewHandler(cfg)
+			api, err := dlq.NewHandler(cfg)
 			if err != nil {
 				return err
 			}
-			mux := http.NewServeMux()
-			mux.Handle(basePath, h)
-			mux.Handle(basePath+"/", h)
-			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			h := withTimeout(api, requestTimeout)
+			mux, err := serveMux(basePath, h, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			if err != nil {
+				return usageErr("--base-path %q: %v", basePath, err)
+			}
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", addr, err)
 			}
-			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			srv := newServer(mux, readTimeout, requestTimeout, idleTimeout)
 			if insecure {
 				fmt.Fprintln(a.stderr, "oncebox: WARNING: serving without authentication (--insecure-no-auth)")
 			}
@@ -133,8 +164,94 @@ func (a *app) serveCmd() *cobra.Command {
 		}),
 	}
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8081", "address to listen on")
-	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN)")
+	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN); visible in ps, prefer the variable or --token-file")
+	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
+	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
+	c.Flags().DurationVar(&requestTimeout, "request-timeout", defaultRequestTimeout, "time limit of a request's database work")
+	c.Flags().DurationVar(&idleTimeout, "idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection is kept open")
 	return c
+}
+
+// serveMux routes the DLQ API under basePath and GET /metrics. A pattern
+// ServeMux refuses (a base path ValidateBasePath let through, one that
+// conflicts with /metrics) is returned as an error instead of its panic.
+func serveMux(basePath string, api, metrics http.Handler) (mux *http.ServeMux, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			mux, err = nil, fmt.Errorf("cannot be served: %v", v)
+		}
+	}()
+	mux = http.NewServeMux()
+	mux.Handle(basePath, api)
+	mux.Handle(basePath+"/", api)
+	mux.Handle("GET /metrics", metrics)
+	return mux, nil
+}
+
+// The admin server's limits, documented in docs/cli.md. A client must not
+// hold a connection (and a goroutine) for longer than it needs to send a
+// request and read the answer: without ReadTimeout a client that stalls its
+// body, before or after the token is checked, keeps the connection forever.
+const (
+	// defaultReadTimeout bounds the reading of a request, headers and body
+	// (at most dlq.MaxBodyBytes): generous for 1 MiB on a slow link.
+	defaultReadTimeout = 30 * time.Second
+	// maxHeaderTimeout bounds the headers alone, within the read timeout.
+	maxHeaderTimeout = 10 * time.Second
+	// defaultRequestTimeout bounds the database work of one request (a
+	// bulk change of many rows is one statement).
+	defaultRequestTimeout = 30 * time.Second
+	// writeMargin is the time left to write the response after the
+	// database work: a page is at most 1,000 rows.
+	writeMargin = 30 * time.Second
+	// defaultIdleTimeout closes keep-alive connections left idle.
+	defaultIdleTimeout = 120 * time.Second
+	// maxHeaderBytes caps the request line and headers: the API needs a
+	// token and a short query string (the status filter takes at most four
+	// values), so 64 KiB is ample; more is a 431.
+	maxHeaderBytes = 64 << 10
+)
+
+// newServer returns the admin http.Server with its limits. WriteTimeout
+// counts from the end of the headers, so it covers the body's reading, the
+// handler's database work (bounded by requestTimeout) and the writing of the
+// response: a WriteTimeout shorter than the handler's work would cut off
+// its answer.
+func newServer(h http.Handler, readTimeout, requestTimeout, idleTimeout time.Duration) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: min(readTimeout, maxHeaderTimeout),
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      readTimeout + requestTimeout + writeMargin,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
+}
+
+// withTimeout bounds the context of every request, which the Store's
+// statements run under, by d.
+func withTimeout(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// readTokenFile reads the bearer token from the file at path: the file
+// without its trailing line break and spaces. Errors name the path, never
+// the content.
+func readTokenFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		// The *PathError names the path and the reason, not the content.
+		return "", usageErr("--token-file: %v", err)
+	}
+	token := strings.TrimRight(string(b), " \t\r\n")
+	if token == "" {
+		return "", usageErr("--token-file %q is empty", path)
+	}
+	return token, nil
 }

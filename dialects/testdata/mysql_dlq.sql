@@ -7,14 +7,14 @@ SELECT status FROM outbox_dlq_events WHERE id = ?;
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- DLQList (no filter, first page)
-SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at
+SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, SUBSTRING(payload, 1, 4096) AS payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at, LENGTH(payload) AS payload_size
   FROM outbox_dlq_events
  ORDER BY moved_at, id
  LIMIT ?;
 -- args: [51]
 
 -- DLQList (every filter, after a key)
-SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at
+SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, SUBSTRING(payload, 1, 4096) AS payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at, LENGTH(payload) AS payload_size
   FROM outbox_dlq_events
  WHERE status IN (?,?)
    AND event_type = ?

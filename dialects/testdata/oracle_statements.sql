@@ -258,7 +258,7 @@ SELECT status FROM outbox_dlq_events WHERE id = :1
 -- args: [0x01000000000000000000000000000000]
 
 -- DLQList (no filter, first page)
-SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at
+SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at, NVL(DBMS_LOB.GETLENGTH(payload), 0) AS payload_size
   FROM outbox_dlq_events
  ORDER BY moved_at, id
  FETCH FIRST :1 ROWS ONLY
@@ -266,7 +266,7 @@ SELECT id, event_id, source, handler_name, event_type, topic, partition_key, mes
 -- args: [51]
 
 -- DLQList (every filter, after a key)
-SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at
+SELECT id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at, NVL(DBMS_LOB.GETLENGTH(payload), 0) AS payload_size
   FROM outbox_dlq_events
  WHERE status IN (:1, :2)
    AND event_type = :3
