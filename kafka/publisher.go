@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill"
@@ -86,8 +87,9 @@ func (c PublisherConfig) Validate() error {
 // A Publisher is safe for concurrent use. Close waits for the sends in
 // flight, then closes the producer.
 type Publisher struct {
-	producer sarama.SyncProducer
-	logger   watermill.LoggerAdapter
+	producer    sarama.SyncProducer
+	logger      watermill.LoggerAdapter
+	sendTimeout time.Duration
 
 	mu       sync.RWMutex
 	closed   bool
@@ -124,7 +126,7 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 		}
 		return nil, fmt.Errorf("oncebox: kafka: cannot create the producer for %s: %w", strings.Join(cfg.Brokers, ","), err)
 	}
-	return &Publisher{producer: producer, logger: logger}, nil
+	return &Publisher{producer: producer, logger: logger, sendTimeout: sendTimeout(cfg.SaramaConfig)}, nil
 }
 
 // newSyncProducer turns a panic of Sarama's constructor into an error.

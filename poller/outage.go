@@ -2,9 +2,12 @@ package poller
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
 
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -82,4 +85,29 @@ func (o *outage) probe(ctx context.Context) (worthClaiming bool, wait time.Durat
 	}
 	o.p.logger.Debug("Broker still unavailable", watermill.LogFields{"event_type": o.eventType, "err": err.Error()})
 	return false, o.backoff.Next(false)
+}
+
+// SendTimeouter is an optional extension of message.Publisher for
+// publishers whose sends are bounded by timeouts of their own (the kafka
+// and rabbitmq packages' publishers). New refuses such a publisher when
+// SendTimeout is not below outbox.max-batch-processing-time: the recovery
+// would then return a batch to PENDING, and another instance send it again,
+// while its first send may still be waiting for the broker.
+type SendTimeouter interface {
+	// SendTimeout is the longest one Publish or PublishBatch call can wait.
+	SendTimeout() time.Duration
+}
+
+// checkSendTimeout is New's check of a SendTimeouter publisher.
+func checkSendTimeout(pub any, mbpt time.Duration) error {
+	st, ok := pub.(SendTimeouter)
+	if !ok {
+		return nil
+	}
+	if t := st.SendTimeout(); t >= mbpt {
+		return fmt.Errorf("%w: poller: publisherOut can wait %s for the broker (its SendTimeout), not below outbox.max-batch-processing-time %s: "+
+			"a batch could be recovered and sent again while its first send is still waiting; lower the publisher's timeouts or raise max-batch-processing-time",
+			oncebox.ErrInvalidConfig, t, mbpt)
+	}
+	return nil
 }

@@ -62,6 +62,9 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSendTimeout(publisherOut, config.Oncebox.Outbox.MaxBatchProcessingTime); err != nil {
+		return nil, err
+	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}

@@ -5,6 +5,7 @@ package pacing
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -81,8 +82,9 @@ func (s Schedule) WithDefaults(def Schedule) Schedule {
 
 // Validate checks s; the error names field.
 func (s Schedule) Validate(field string) error {
-	if s.Min <= 0 || s.Max < s.Min || s.Multiplier < 1 {
-		return fmt.Errorf("%w: %s: want 0 < Min <= Max and Multiplier >= 1, got %+v", oncebox.ErrInvalidConfig, field, s)
+	// !(m >= 1) also refuses NaN, which every comparison answers false.
+	if s.Min <= 0 || s.Max < s.Min || !(s.Multiplier >= 1) || math.IsInf(s.Multiplier, 0) {
+		return fmt.Errorf("%w: %s: want 0 < Min <= Max and a finite Multiplier >= 1, got %+v", oncebox.ErrInvalidConfig, field, s)
 	}
 	return nil
 }

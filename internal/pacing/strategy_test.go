@@ -1,6 +1,7 @@
 package pacing
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -74,5 +75,16 @@ func TestStrategyNeverOverflows(t *testing.T) {
 		MaxFixedDelay: time.Duration(1<<63 - 1), Multiplier: 1e6})
 	for range 10 {
 		require.Positive(t, s.Next(false))
+	}
+}
+
+func TestScheduleRefusesNaNAndInfiniteMultipliers(t *testing.T) {
+	t.Parallel()
+	ok := Schedule{Min: time.Second, Max: time.Minute, Multiplier: 2}
+	require.NoError(t, ok.Validate("s"))
+	for _, m := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0.5} {
+		bad := ok
+		bad.Multiplier = m
+		require.ErrorIs(t, bad.Validate("poller: Recovery"), oncebox.ErrInvalidConfig, "multiplier %v", m)
 	}
 }
