@@ -163,7 +163,15 @@ func run(ctx context.Context, o options) (bool, error) {
 	fmt.Printf("demo: %d events left IN_PROCESS by a crashed relay\n", len(stuckIDs))
 
 	// 2. The relay.
-	kpub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers}, logger)
+	// The relay refuses a publisher that could still be waiting for the
+	// cluster when max-batch-processing-time (3s here) sends a batch again,
+	// so the demo's Kafka timeouts are cut to fit: 0.5s + 2 × 1s.
+	sc := kafka.RecommendedSaramaConfig()
+	sc.Producer.Timeout = 800 * time.Millisecond
+	sc.Net.ReadTimeout = time.Second
+	sc.Metadata.Timeout = 500 * time.Millisecond
+	sc.Producer.Retry.Max = 1
+	kpub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers, SaramaConfig: sc}, logger)
 	if err != nil {
 		return false, err
 	}

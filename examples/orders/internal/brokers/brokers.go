@@ -71,7 +71,14 @@ func NewPublisher(c Config, topics []string, logger watermill.LoggerAdapter) (me
 	}
 	switch c.Kind {
 	case Kafka:
-		return kafka.NewPublisher(kafka.PublisherConfig{Brokers: c.KafkaBrokers}, logger)
+		// oncebox.yaml sets max-batch-processing-time to 60s, and the relay
+		// refuses a publisher that could still be waiting for the cluster
+		// then: 5s of metadata + 6 attempts × 8s = 53s.
+		sc := kafka.RecommendedSaramaConfig()
+		sc.Producer.Timeout = 5 * time.Second
+		sc.Net.ReadTimeout = 8 * time.Second
+		sc.Metadata.Timeout = 5 * time.Second
+		return kafka.NewPublisher(kafka.PublisherConfig{Brokers: c.KafkaBrokers, SaramaConfig: sc}, logger)
 	default:
 		pub, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: c.AMQPURL, ConnectionName: "orders-relay"}, logger)
 		if err != nil {
