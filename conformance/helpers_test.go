@@ -115,10 +115,16 @@ func fastPolling(c poller.Config) poller.Config {
 // startPoller runs a poller until the test ends.
 func (s *suite) startPoller(t *testing.T, db wsql.Beginner, pub message.Publisher, cfg poller.Config) {
 	t.Helper()
+	s.startPollerLogged(t, db, pub, cfg, watermill.NopLogger{})
+}
+
+// startPollerLogged is startPoller with a logger of the test's.
+func (s *suite) startPollerLogged(t *testing.T, db wsql.Beginner, pub message.Publisher, cfg poller.Config, logger watermill.LoggerAdapter) {
+	t.Helper()
 	if db == nil {
 		db = s.Beginner
 	}
-	p, err := poller.New(db, pub, watermill.NopLogger{}, cfg)
+	p, err := poller.New(db, pub, logger, cfg)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -535,12 +535,7 @@ func TestBrokerOutageIsLoggedOnceAndProbedWithoutClaiming(t *testing.T) {
 		cfg := s.pollerConfig("order-created")
 		cfg.Hooks = h
 		logger := watermill.NewCaptureLogger()
-		p, err := poller.New(s.Beginner, pub, logger, cfg)
-		require.NoError(t, err)
-		errc := make(chan error, 1)
-		go func() { errc <- p.Run(context.Background()) }()
-		<-p.Running()
-		t.Cleanup(func() { require.NoError(t, p.Close()); require.NoError(t, <-errc) })
+		s.startPollerLogged(t, nil, pub, cfg, logger)
 
 		stepUntil(t, s.clock, waitersPerPoller, 250*time.Millisecond, 20*time.Minute, func() bool { return pub.probes.Load() >= 20 })
 		require.Equal(t, 1, h.Snapshot().Unavailable, "one batch claimed and released, then only probes")
