@@ -575,3 +575,36 @@ func (h *outageHooks) changes() []bool {
 	defer h.mu.Unlock()
 	return append([]bool(nil), h.seen...)
 }
+
+// The claim takes due rows in (next_retry_at, id) order. Rows that share
+// next_retry_at (one multi-row publish) used to come in the table's physical
+// order: here they are written in descending id order, and each batch must
+// still hold the lowest ids first (on PostgreSQL the first batch was the
+// highest 100 ids before the claim ordered by id).
+func TestClaimOrdersByNextRetryAtThenID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ids := make([]oncebox.EventID, 300)
+		for i := range ids {
+			ids[i] = newID(t)
+		}
+		rows := make([]dialects.EventRow, len(ids))
+		for i := range rows {
+			id := ids[len(ids)-1-i] // physical order: highest id first
+			rows[i] = dialects.EventRow{ID: id, EventType: "order-created", Topic: "orders",
+				MessageUUID: id.String(), Payload: []byte("{}"), Metadata: "{}", CreatedAt: t0}
+		}
+		s.Exec(t, s.Dialect.EventsInsert(rows))
+		var got []oncebox.EventID
+		for range 3 {
+			claimed, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{
+				EventType: "order-created", Limit: 100, Token: newID(t), Now: t0.Add(time.Second)})
+			require.NoError(t, err)
+			require.Len(t, claimed, 100)
+			batch := claimedIDs(claimed)
+			sort.Slice(batch, func(i, j int) bool { return string(batch[i][:]) < string(batch[j][:]) })
+			got = append(got, batch...)
+		}
+		require.Equal(t, ids, got, "batch k holds ids 100k to 100k+99 in creation order")
+	})
+}

@@ -204,6 +204,16 @@ type Tables struct {
 	Prefix string
 }
 
+// Index returns the qualified name of the index name (given without the
+// prefix): in the tables' schema, with the tables' prefix, as the
+// migrations create it. A DROP INDEX needs the schema on PostgreSQL.
+func (t Tables) Index(name string) string {
+	if i := strings.LastIndexByte(t.Events, '.'); i >= 0 {
+		return t.Events[:i+1] + t.Prefix + name
+	}
+	return t.Prefix + name
+}
+
 // NewTables validates cfg and returns the qualified table names.
 func NewTables(cfg oncebox.TablesConfig) (Tables, error) {
 	if err := cfg.Validate(); err != nil {

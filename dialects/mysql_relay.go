@@ -24,14 +24,15 @@ import (
 const claimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
 
 // EventsClaimSelect is the first statement of Claim: lock up to Limit due
-// PENDING rows of the type that no other claimer holds. Index: (status,
-// event_type, next_retry_at) gives the rows in order without a sort; SKIP
+// PENDING rows of the type that no other claimer holds, in (next_retry_at,
+// id) order. Index: (status, event_type, next_retry_at), to which InnoDB
+// appends the primary key id, gives the rows in order without a sort; SKIP
 // LOCKED passes over the rows other claimers hold, never waiting.
 func (d *MySQL) EventsClaimSelect(p ClaimParams) Query {
 	return Query{
 		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
  WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
- ORDER BY next_retry_at
+ ORDER BY next_retry_at, id
  LIMIT ?
    FOR UPDATE SKIP LOCKED`,
 		Args: []any{p.EventType, mysqlTime(p.Now), p.Limit},

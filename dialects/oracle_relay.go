@@ -12,18 +12,19 @@ import (
 const oracleClaimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
 
 // EventsClaimLock is the claim's cursor: every due PENDING row of the type
-// in next_retry_at order, FOR UPDATE SKIP LOCKED. With SKIP LOCKED Oracle
+// in (next_retry_at, id) order, FOR UPDATE SKIP LOCKED. With SKIP LOCKED Oracle
 // locks rows as they are fetched, so Claim fetches Limit rows and closes the
 // cursor; no FETCH FIRST (ORA-02014 with FOR UPDATE) and no ROWNUM (it cuts
 // the rows before the locked ones are skipped, so concurrent claimers would
 // all get the same first rows, minus those locked: mostly nothing). Index:
-// (status, event_type, next_retry_at) gives the rows in order.
+// (status, event_type, next_retry_at, id) (migration 2) gives the rows in
+// order.
 func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 	var b binder
 	return b.query("SELECT " + oracleClaimColumns + "\n  FROM " + d.tables.Events +
 		"\n WHERE status = 'PENDING' AND event_type = " + b.p(p.EventType) +
 		" AND next_retry_at <= " + b.t(p.Now) +
-		"\n ORDER BY next_retry_at\n   FOR UPDATE SKIP LOCKED")
+		"\n ORDER BY next_retry_at, id\n   FOR UPDATE SKIP LOCKED")
 }
 
 // EventsClaimProbe tells, without locking, whether a row of the type is

@@ -15,14 +15,16 @@ import (
 //
 // Locks: FOR UPDATE SKIP LOCKED takes row locks on the selected rows only and
 // never waits, so concurrent claimers each get a disjoint batch. Index: the
-// partial index (event_type, next_retry_at) WHERE status = 'PENDING' gives
-// the rows in order without a sort.
+// partial index (event_type, next_retry_at, id) WHERE status = 'PENDING'
+// (migration 2) gives the rows in (next_retry_at, id) order without a sort:
+// the rows of one multi-row publish share next_retry_at, and id keeps them
+// in publish order.
 func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
 	return Query{
 		SQL: `WITH due AS (
     SELECT id FROM ` + d.tables.Events + `
      WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2
-     ORDER BY next_retry_at
+     ORDER BY next_retry_at, id
      LIMIT $3
        FOR UPDATE SKIP LOCKED
 )

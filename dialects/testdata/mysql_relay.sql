@@ -5,7 +5,7 @@ SELECT 1 FROM outbox_events WHERE status = 'PENDING' AND event_type = ? AND next
 -- Claim: EventsClaimSelect
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events
  WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
- ORDER BY next_retry_at
+ ORDER BY next_retry_at, id
  LIMIT ?
    FOR UPDATE SKIP LOCKED;
 -- args: [order-created 2026-11-30 12:00:00 +0000 UTC 200]

@@ -163,3 +163,22 @@ EXCEPTION
 END;
 /
 
+-- 0002_claim_order.sql #00
+BEGIN
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_events_due_idx
+    ON svc.p_outbox_events (status, event_type, next_retry_at, id)]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
+END;
+/
+
+-- 0002_claim_order.sql #01
+BEGIN
+  EXECUTE IMMEDIATE q'[DROP INDEX svc.p_outbox_events_pending_idx]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE != -1418 THEN RAISE; END IF;
+END;
+/
+

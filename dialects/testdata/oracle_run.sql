@@ -9,7 +9,7 @@ BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
  WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
- ORDER BY next_retry_at
+ ORDER BY next_retry_at, id
    FOR UPDATE SKIP LOCKED
    args: ["order-created", 2026-11-30T12:00:00Z]
    fetch row 1 of 3
@@ -42,7 +42,7 @@ BEGIN (default)
 QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
   FROM outbox_events
  WHERE status = 'PENDING' AND event_type = :1 AND next_retry_at <= SYS_EXTRACT_UTC(:2)
- ORDER BY next_retry_at
+ ORDER BY next_retry_at, id
    FOR UPDATE SKIP LOCKED
    args: ["order-created", 2026-11-30T12:00:00Z]
    fetch row 1 of 1

@@ -107,3 +107,10 @@ CREATE TABLE svc.p_outbox_jobs (
     lock_until timestamptz                            -- the lease ends here (at-most), or at release
 );
 
+-- 0002_claim_order.sql #00
+CREATE INDEX p_outbox_events_due_idx
+    ON svc.p_outbox_events (event_type, next_retry_at, id) WHERE status = 'PENDING';
+
+-- 0002_claim_order.sql #01
+DROP INDEX IF EXISTS svc.p_outbox_events_pending_idx;
+
