@@ -99,9 +99,14 @@ type OutboxConfig struct {
 	// Defaults holds the settings every event type inherits.
 	Defaults EventSettings `yaml:"defaults"`
 	// Events holds one entry per event type; each overrides any part of
-	// Defaults and inherits the rest. When it is not empty, publishing an event
-	// type missing from it fails with ErrUnknownEventType.
+	// Defaults and inherits the rest. A type missing from it is published and
+	// relayed with Defaults (its topic is its name), unless StrictEventTypes.
 	Events map[string]EventSettings `yaml:"events"`
+	// StrictEventTypes limits the outbox to the types in Events: publishing
+	// another type fails with ErrUnknownEventType, and the relay polls only
+	// those types (no discovery of others). Default false: like Watermill's
+	// forwarder, every type that is published is relayed. It needs Events.
+	StrictEventTypes bool `yaml:"strict-event-types"`
 	// DLQ configures the dead letter queue of events that exhausted their
 	// retries.
 	DLQ DLQConfig `yaml:"dlq"`
@@ -346,13 +351,13 @@ func (c Config) EventTypes() []string {
 }
 
 // Event resolves the configuration of eventType: its overrides on top of the
-// defaults block, on top of the package defaults. With no event types
-// configured any type resolves to the defaults; with some configured, an
-// unknown type returns ErrUnknownEventType.
+// defaults block, on top of the package defaults. A type not in
+// outbox.events resolves to the defaults (topic: the type's name), unless
+// outbox.strict-event-types is set: then it returns ErrUnknownEventType.
 func (c Config) Event(eventType string) (EventConfig, error) {
 	c = c.WithDefaults()
 	o, ok := c.Outbox.Events[eventType]
-	if !ok && len(c.Outbox.Events) > 0 {
+	if !ok && c.Outbox.StrictEventTypes {
 		return EventConfig{}, fmt.Errorf("%w: %q is not in outbox.events (configured: %v)",
 			ErrUnknownEventType, eventType, c.EventTypes())
 	}
@@ -459,6 +464,9 @@ func (c Config) Validate() error {
 				add(validateBackoff(path+".backoff", ec.Backoff, ec.MaxRetries))
 			}
 		}
+	}
+	if c.Outbox.StrictEventTypes && len(c.Outbox.Events) == 0 {
+		add(fieldErr("outbox.strict-event-types", "limits the outbox to outbox.events, which is empty: every publish would be refused"))
 	}
 	if c.Outbox.MaxBatchProcessingTime <= 0 {
 		add(fieldErr("outbox.max-batch-processing-time", "must be > 0, got %s", c.Outbox.MaxBatchProcessingTime))

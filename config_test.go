@@ -76,8 +76,19 @@ func TestConfigInheritance(t *testing.T) {
 	require.Equal(t, 10*time.Second, report.Polling.MinFixedDelay)
 	require.True(t, report.Backoff.Enabled)
 
-	_, err = cfg.Event("create-ordr")
+	// A type nobody configured resolves to the defaults, as the forwarder
+	// relays whatever is published; in strict mode it is unknown.
+	other, err := cfg.Event("create-ordr")
+	require.NoError(t, err)
+	require.Equal(t, "create-ordr", other.Topic, "topic = the event type when the defaults name none")
+	require.Equal(t, 200, other.BatchSize)
+	strict := cfg
+	strict.Outbox.StrictEventTypes = true
+	_, err = strict.Event("create-ordr")
 	require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
+	require.NoError(t, strict.Validate())
+	require.ErrorContains(t, oncebox.Config{Outbox: oncebox.OutboxConfig{StrictEventTypes: true}}.Validate(),
+		"outbox.strict-event-types")
 
 	// With no event types configured, any type resolves to the defaults and
 	// publishes to the topic of its own name.

@@ -99,9 +99,15 @@ func (s *suite) inList(from int, ids []oncebox.EventID) (string, []any) {
 	return strings.Join(ps, ", "), args
 }
 
-// pollerConfig is a poller of types on the fake clock.
+// pollerConfig is a poller of types, and of those types only (strict
+// mode: no discovery of others), on the fake clock.
 func (s *suite) pollerConfig(types ...string) poller.Config {
-	return poller.Config{Dialect: s.Dialect, EventTypes: types, Clock: s.clock}
+	events := make(map[string]oncebox.EventSettings, len(types))
+	for _, t := range types {
+		events[t] = oncebox.EventSettings{}
+	}
+	return poller.Config{Dialect: s.Dialect, Clock: s.clock,
+		Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Events: events, StrictEventTypes: true}}}
 }
 
 // fastPolling is a config for throughput tests on the real clock.
@@ -217,8 +223,9 @@ func newID(t *testing.T) oncebox.EventID {
 }
 
 // Waiting goroutines of an idle poller with one event type on the fake
-// clock: the poll loop, recovery and clean-up; with the DLQ enabled also
-// the DLQ transfer, the DLQ retry and the DLQ clean-up.
+// clock: the poll loop, recovery and clean-up; with the DLQ enabled also the
+// DLQ transfer, the DLQ retry and the DLQ clean-up. A poller that discovers
+// types nobody configured has one more: the discovery.
 const (
 	waitersPerPoller    = 3
 	waitersPerPollerDLQ = 6

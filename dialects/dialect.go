@@ -77,6 +77,12 @@ type Dialect interface {
 	// MigrationsInsert records version as applied at the given time.
 	MigrationsInsert(version int, name string, at time.Time) Query
 
+	// EventsDueTypes selects, in order, up to limit distinct event types
+	// that have a PENDING row due at now (one text column): the relay's
+	// discovery of types nobody configured. It is a loose index scan over
+	// the claim index (one index probe per type found), so an idle call
+	// costs one probe whatever the size of the table.
+	EventsDueTypes(now time.Time, limit int) Query
 	// EventsInsert inserts rows into the outbox table in one statement. The
 	// caller keeps len(rows) at most MaxRowsPerInsert().
 	EventsInsert(rows []EventRow) Query

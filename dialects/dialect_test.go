@@ -95,6 +95,21 @@ func TestPostgreSQLEventsInsertGolden(t *testing.T) {
 	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
 }
 
+func TestPostgreSQLRelayGolden(t *testing.T) {
+	t.Parallel()
+	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, c := range []namedQuery{
+		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt})},
+		{"EventsDueTypes (discovery)", d.EventsDueTypes(goldenAt, 100)},
+	} {
+		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)
+	}
+	golden(t, "postgres_relay.sql", b.String())
+}
+
 func TestPostgreSQLFeatures(t *testing.T) {
 	t.Parallel()
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})

@@ -347,3 +347,25 @@ func (d *MySQL) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, err
 	})
 	return n, err
 }
+
+// EventsDueTypes implements Dialect: a recursive CTE (MySQL 8.0.1+, MariaDB
+// 10.2+) that jumps from one event type to the next through the claim index
+// (status, event_type, next_retry_at), MIN() taking the first due entry
+// after the previous type; n stops it after limit types, well under
+// cte_max_recursion_depth (1000) when limit is at most 999.
+func (d *MySQL) EventsDueTypes(now time.Time, limit int) Query {
+	at := mysqlTime(now)
+	return Query{
+		SQL: `WITH RECURSIVE t (event_type, n) AS (
+    SELECT MIN(event_type), 1 FROM ` + d.tables.Events + `
+     WHERE status = 'PENDING' AND next_retry_at <= ?
+  UNION ALL
+    SELECT (SELECT MIN(e.event_type) FROM ` + d.tables.Events + ` e
+             WHERE e.status = 'PENDING' AND e.next_retry_at <= ? AND e.event_type > t.event_type), t.n + 1
+      FROM t
+     WHERE t.event_type IS NOT NULL AND t.n < ?
+)
+SELECT event_type FROM t WHERE event_type IS NOT NULL`,
+		Args: []any{at, at, limit},
+	}
+}

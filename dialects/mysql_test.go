@@ -134,6 +134,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 	rec := []dialects.EventRow{{ID: id1, EventType: "a", Topic: "ta", MessageUUID: "m1", Payload: []byte("p"),
 		Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at}}
 	golden(t, "mysql_relay.sql", renderQueries(t, []namedQuery{
+		{"EventsDueTypes (discovery)", d.EventsDueTypes(at, 100)},
 		{"Claim: EventsClaimProbe", d.EventsClaimProbe(p)},
 		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},

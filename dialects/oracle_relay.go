@@ -220,3 +220,20 @@ func (d *Oracle) LeaseRelease(l Lease) Query {
 	return b.query("UPDATE " + d.tables.Jobs + " SET lock_until = " + b.t(l.Until) + " WHERE name = " + b.p(l.Name) +
 		" AND locked_by = " + b.p(l.Owner) + " AND locked_at = " + b.t(l.LockedAt))
 }
+
+// EventsDueTypes implements Dialect: a recursive WITH (11gR2+) that jumps
+// from one event type to the next through the claim index (status,
+// event_type, next_retry_at, id), MIN() taking the first due entry after
+// the previous type; n stops it after limit types.
+func (d *Oracle) EventsDueTypes(now time.Time, limit int) Query {
+	var b binder
+	return b.query("WITH t (event_type, n) AS (" +
+		"\n    SELECT MIN(event_type), 1 FROM " + d.tables.Events +
+		"\n     WHERE status = 'PENDING' AND next_retry_at <= " + b.t(now) +
+		"\n  UNION ALL" +
+		"\n    SELECT (SELECT MIN(e.event_type) FROM " + d.tables.Events + " e" +
+		"\n             WHERE e.status = 'PENDING' AND e.next_retry_at <= " + b.t(now) + " AND e.event_type > t.event_type), t.n + 1" +
+		"\n      FROM t" +
+		"\n     WHERE t.event_type IS NOT NULL AND t.n < " + b.p(limit) +
+		"\n)\nSELECT event_type FROM t WHERE event_type IS NOT NULL")
+}

@@ -167,3 +167,23 @@ func (d *PostgreSQL) idArray(ids []oncebox.EventID) []string {
 	}
 	return out
 }
+
+// EventsDueTypes implements Dialect: a recursive CTE that jumps from one
+// event type to the next through the claim index (event_type, next_retry_at,
+// id) WHERE status = 'PENDING', min() taking the first due entry after the
+// previous type; n stops it after limit types.
+func (d *PostgreSQL) EventsDueTypes(now time.Time, limit int) Query {
+	return Query{
+		SQL: `WITH RECURSIVE t(event_type, n) AS (
+    SELECT min(event_type), 1 FROM ` + d.tables.Events + `
+     WHERE status = 'PENDING' AND next_retry_at <= $1
+  UNION ALL
+    SELECT (SELECT min(e.event_type) FROM ` + d.tables.Events + ` e
+             WHERE e.status = 'PENDING' AND e.next_retry_at <= $1 AND e.event_type > t.event_type), t.n + 1
+      FROM t
+     WHERE t.event_type IS NOT NULL AND t.n < $2
+)
+SELECT event_type FROM t WHERE event_type IS NOT NULL`,
+		Args: []any{now, limit},
+	}
+}

@@ -24,10 +24,16 @@ type Config struct {
 	// settings (outbox.events inheriting outbox.defaults), the DLQ, the
 	// clean-up and max-batch-processing-time.
 	Oncebox oncebox.Config
-	// EventTypes lists the types to poll when Oncebox.Outbox.Events is empty;
-	// they take the defaults block. Ignored otherwise. One of the two must
-	// name at least one type.
+	// EventTypes lists types to poll with a loop of their own, as if they
+	// were in Oncebox.Outbox.Events, when that map is empty; they take the
+	// defaults block. Ignored otherwise. Types neither here nor there are
+	// still relayed, through discovery, unless
+	// Oncebox.Outbox.StrictEventTypes (which needs one of the two to name a
+	// type).
 	EventTypes []string
+	// MaxDiscoveredTypes bounds how many types nobody configured get a loop
+	// of their own at once (discovery: see Poller). Default 100.
+	MaxDiscoveredTypes int
 	// InstanceID names this instance in the leases of the jobs table.
 	// Default: hostname-pid-random.
 	InstanceID string
@@ -109,7 +115,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if len(types) == 0 {
 		types = c.EventTypes
 	}
-	if len(types) == 0 {
+	if len(types) == 0 && c.Oncebox.Outbox.StrictEventTypes {
 		return c, nil, fmt.Errorf("%w: poller: no event types: set Oncebox.Outbox.Events or Config.EventTypes", oncebox.ErrInvalidConfig)
 	}
 	events := make([]oncebox.EventConfig, 0, len(types))
@@ -149,10 +155,19 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.MaxConcurrentQueries = c.Oncebox.ThreadPoolSize
 	}
 	if c.MaxConcurrentQueries == 0 {
-		c.MaxConcurrentQueries = 2 + len(events)
-		if c.Oncebox.Outbox.DLQ.Enabled {
-			c.MaxConcurrentQueries = 5 + len(events)
+		// One more for discovery and the loops of the types it finds, which
+		// share it with the configured ones.
+		n := len(events)
+		if !c.Oncebox.Outbox.StrictEventTypes {
+			n++
 		}
+		c.MaxConcurrentQueries = 2 + n
+		if c.Oncebox.Outbox.DLQ.Enabled {
+			c.MaxConcurrentQueries = 5 + n
+		}
+	}
+	if c.MaxDiscoveredTypes == 0 {
+		c.MaxDiscoveredTypes = 100
 	}
 	if c.IsUnavailable == nil {
 		c.IsUnavailable = func(err error) bool { return errors.Is(err, oncebox.ErrBrokerUnavailable) }
@@ -187,6 +202,9 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	if c.MaxConcurrentQueries < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: MaxConcurrentQueries must be > 0, got %d", oncebox.ErrInvalidConfig, c.MaxConcurrentQueries))
+	}
+	if c.MaxDiscoveredTypes < 0 || c.MaxDiscoveredTypes > 999 {
+		errs = append(errs, fmt.Errorf("%w: poller: MaxDiscoveredTypes must be between 1 and 999, got %d", oncebox.ErrInvalidConfig, c.MaxDiscoveredTypes))
 	}
 	if c.JobBatchSize < 0 || c.JobBatchSize > oncebox.MaxBatchSize {
 		errs = append(errs, fmt.Errorf("%w: poller: JobBatchSize must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, oncebox.MaxBatchSize, c.JobBatchSize))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
@@ -17,7 +18,11 @@ func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
 	trace := &pgtest.StatementCounter{}
 	b := setup(t, pgtest.WithTracer(trace))
 	h := &hooks{}
-	cfg := b.config("order-created")
+	cfg := b.config()
+	// Strict: this is the pace of one type's loop; the discovery of other
+	// types has its own test (conformance.TestIdleDiscoveryCostsAboutSeventyPollsAnHour).
+	cfg.Oncebox.Outbox.Events = map[string]oncebox.EventSettings{"order-created": {}}
+	cfg.Oncebox.Outbox.StrictEventTypes = true
 	cfg.Hooks = h
 	cfg.Oncebox.Outbox.Defaults.BatchSize = 5
 	p, err := poller.New(b.schema.Beginner, newRecorder(), nil, cfg)

@@ -122,7 +122,11 @@ func (p *Poller) Run(ctx context.Context) error {
 		}()
 	}
 	for _, ec := range p.events {
-		goLoop(func(ctx context.Context) { p.pollLoop(ctx, ec) })
+		goLoop(func(ctx context.Context) { p.pollLoop(ctx, ec, false) })
+	}
+	if !p.config.Oncebox.Outbox.StrictEventTypes {
+		d := p.newDiscovery()
+		goLoop(func(ctx context.Context) { d.loop(ctx, goLoop) })
 	}
 	goLoop(p.recoveryLoop)
 	goLoop(p.cleanUpLoop)
@@ -131,7 +135,8 @@ func (p *Poller) Run(ctx context.Context) error {
 		goLoop(p.dlqRetryLoop)
 		goLoop(p.dlqCleanUpLoop)
 	}
-	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled})
+	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled,
+		"discovery": !p.config.Oncebox.Outbox.StrictEventTypes})
 	close(p.running)
 
 	select {
@@ -189,8 +194,9 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 
 // pollLoop is the loop of one event type: poll, then wait what the strategy
 // says, or, while the broker is unavailable, what the outage backoff says.
-// The first poll is immediate.
-func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
+// The first poll is immediate. A discovered type's loop (untilIdle) ends at
+// its first poll that claims nothing.
+func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
 	var delay time.Duration
@@ -212,6 +218,9 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig) {
 		}
 		p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: claimed, Full: claimed == ec.BatchSize,
 			NextDelay: delay, Err: err})
+		if untilIdle && claimed == 0 {
+			return
+		}
 	}
 }
 

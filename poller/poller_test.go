@@ -97,11 +97,15 @@ func TestNewValidatesItsArguments(t *testing.T) {
 		cfg  poller.Config
 		want string
 	}{
-		"nil db":          {nil, rec, b.config("a"), "db is nil"},
-		"transaction":     {txAsBeginner{wsql.TxFromPgx(tx)}, rec, b.config("a"), "db is a transaction"},
-		"nil publisher":   {b.schema.Beginner, nil, b.config("a"), "publisherOut is nil"},
-		"no dialect":      {b.schema.Beginner, rec, poller.Config{EventTypes: []string{"a"}}, "Config.Dialect is nil"},
-		"no event types":  {b.schema.Beginner, rec, b.config(), "no event types"},
+		"nil db":        {nil, rec, b.config("a"), "db is nil"},
+		"transaction":   {txAsBeginner{wsql.TxFromPgx(tx)}, rec, b.config("a"), "db is a transaction"},
+		"nil publisher": {b.schema.Beginner, nil, b.config("a"), "publisherOut is nil"},
+		"no dialect":    {b.schema.Beginner, rec, poller.Config{EventTypes: []string{"a"}}, "Config.Dialect is nil"},
+		"strict without types": {b.schema.Beginner, rec, func() poller.Config {
+			c := b.config()
+			c.Oncebox.Outbox.StrictEventTypes = true
+			return c
+		}(), "outbox.strict-event-types"},
 		"duplicate types": {b.schema.Beginner, rec, b.config("a", "a"), `event type "a" listed twice`},
 		"bad schedule": {b.schema.Beginner, rec, func() poller.Config {
 			c := b.config("a")
@@ -119,6 +123,10 @@ func TestNewValidatesItsArguments(t *testing.T) {
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
+	// No event types at all is a relay of whatever is published, as the
+	// forwarder is.
+	_, err = poller.New(b.schema.Beginner, rec, nil, b.config())
+	require.NoError(t, err)
 }
 
 type txAsBeginner struct{ wsql.Tx }

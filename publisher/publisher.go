@@ -251,8 +251,8 @@ func (p *Publisher) destination(eventType string) (string, error) {
 	}
 	ob := p.config.Oncebox.Outbox
 	settings, ok := ob.Events[eventType]
-	if !ok && len(ob.Events) > 0 {
-		return "", fmt.Errorf("%w: %q: configured event types are %v; no poller would pick it up",
+	if !ok && ob.StrictEventTypes {
+		return "", fmt.Errorf("%w: %q: outbox.strict-event-types allows only %v; no poller would pick it up",
 			oncebox.ErrUnknownEventType, eventType, p.config.Oncebox.EventTypes())
 	}
 	for _, t := range []string{settings.Topic, ob.Defaults.Topic} {

@@ -174,9 +174,9 @@ func TestPublishConfiguredTypesAndTopics(t *testing.T) {
 		require.NoError(t, pub.Publish("create-order", message.NewMessage("a", nil)))
 		require.NoError(t, pub.Publish("high-priority", message.NewMessage("b", nil)))
 
-		err = pub.Publish("create-ordr", message.NewMessage("c", nil))
-		require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
-		require.ErrorContains(t, err, `"create-ordr"`)
+		// A type nobody configured is published with the defaults (the
+		// relay discovers it), as the forwarder relays whatever it is given.
+		require.NoError(t, pub.Publish("order-shipped", message.NewMessage("c", nil)))
 		return nil
 	})
 	require.NoError(t, err)
@@ -184,7 +184,20 @@ func TestPublishConfiguredTypesAndTopics(t *testing.T) {
 	for _, e := range b.stored(t) {
 		topics[e.EventType] = e.Topic
 	}
-	require.Equal(t, map[string]string{"create-order": "orders", "high-priority": "events"}, topics)
+	require.Equal(t, map[string]string{"create-order": "orders", "high-priority": "events", "order-shipped": "events"}, topics)
+
+	// Strict mode refuses what is not configured, and writes nothing.
+	b.config.Oncebox.Outbox.StrictEventTypes = true
+	err = b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), b.config, nil)
+		require.NoError(t, err)
+		err = pub.Publish("create-ordr", message.NewMessage("d", nil))
+		require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
+		require.ErrorContains(t, err, `"create-ordr"`)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, b.stored(t), 3)
 }
 
 func TestPublishRefusesBadInputAndWritesNothing(t *testing.T) {

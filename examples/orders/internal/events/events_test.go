@@ -23,7 +23,7 @@ func TestWithTopicCopiesTheConfiguration(t *testing.T) {
 }
 
 func TestTopicOfAConfigurationWithoutTheEvent(t *testing.T) {
-	cfg := oncebox.Config{Outbox: oncebox.OutboxConfig{Events: map[string]oncebox.EventSettings{"other": {}}}}
+	cfg := oncebox.Config{Outbox: oncebox.OutboxConfig{Events: map[string]oncebox.EventSettings{"other": {}}, StrictEventTypes: true}}
 	_, err := Topic(cfg)
 	require.ErrorIs(t, err, oncebox.ErrUnknownEventType)
 }
