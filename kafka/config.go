@@ -176,7 +176,10 @@ func keyedConsistently(part sarama.Partitioner) bool {
 // The Unmarshaler is watermill-kafka's DefaultMarshaler, which restores the
 // message UUID from _watermill_message_uuid and every other header as
 // metadata, oncebox_event_id included.
-func RecommendedSubscriberConfig(brokers []string, consumerGroup string) kafkawm.SubscriberConfig {
+//
+// Options change the result; StaticMember makes the consumer a static
+// member of its group.
+func RecommendedSubscriberConfig(brokers []string, consumerGroup string, opts ...SubscriberOption) kafkawm.SubscriberConfig {
 	sc := kafkawm.DefaultSaramaSubscriberConfig()
 	sc.ClientID = "oncebox-consumer"
 	sc.Version = sarama.V2_3_0_0
@@ -184,11 +187,43 @@ func RecommendedSubscriberConfig(brokers []string, consumerGroup string) kafkawm
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Offsets.AutoCommit.Enable = true
 	sc.Consumer.Offsets.AutoCommit.Interval = time.Second
-	return kafkawm.SubscriberConfig{
+	cfg := kafkawm.SubscriberConfig{
 		Brokers:               brokers,
 		ConsumerGroup:         consumerGroup,
 		Unmarshaler:           kafkawm.DefaultMarshaler{},
 		OverwriteSaramaConfig: sc,
+	}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	return cfg
+}
+
+// SubscriberOption changes the configuration RecommendedSubscriberConfig
+// returns.
+type SubscriberOption func(*kafkawm.SubscriberConfig)
+
+// StaticMember makes the consumer a static member of its group (KIP-345,
+// Sarama's Consumer.Group.InstanceId, the Java client's group.instance.id)
+// under instanceID, which must be stable across restarts of one instance
+// and unique among the group's instances (a pod name in a StatefulSet, a
+// host name): a second consumer with the same id fences the first.
+//
+// A consumer that restarts, or crashes and is replaced, and rejoins with
+// the same instanceID within the session timeout
+// (Consumer.Group.Session.Timeout, 10s) gets its partitions back at once,
+// without a rebalance, instead of after the dead member's session timeout.
+// The other side: a static member does not leave the group when it closes
+// (Sarama sends no LeaveGroup for it), so an instance that is shut down for
+// good, not replaced, holds its partitions until its session times out,
+// where a dynamic member would hand them over at once. Static membership
+// needs Kafka 2.3, the Version RecommendedSubscriberConfig sets.
+func StaticMember(instanceID string) SubscriberOption {
+	return func(c *kafkawm.SubscriberConfig) {
+		if c.OverwriteSaramaConfig == nil {
+			c.OverwriteSaramaConfig = kafkawm.DefaultSaramaSubscriberConfig()
+		}
+		c.OverwriteSaramaConfig.Consumer.Group.InstanceId = instanceID
 	}
 }
 
@@ -224,6 +259,13 @@ func CheckSubscriberConfig(cfg kafkawm.SubscriberConfig) []string {
 	}
 	if len(cfg.Brokers) == 0 {
 		w = append(w, "Brokers is empty: watermill-kafka refuses the configuration")
+	}
+	if sc.Consumer.Group.InstanceId != "" {
+		// Sarama refuses an invalid instance id or a Version below 2.3, but
+		// only when the subscriber starts.
+		if err := sc.Validate(); err != nil {
+			w = append(w, fmt.Sprintf("Consumer.Group.InstanceId %q: Sarama refuses the configuration: %v", sc.Consumer.Group.InstanceId, err))
+		}
 	}
 	return w
 }

@@ -156,6 +156,23 @@ func TestCheckSubscriberConfig(t *testing.T) {
 	require.Empty(t, kafka.CheckSubscriberConfig(manual))
 }
 
+func TestStaticMember(t *testing.T) {
+	t.Parallel()
+	brokers := []string{"127.0.0.1:9092"}
+	static := kafka.RecommendedSubscriberConfig(brokers, "g", kafka.StaticMember("orders-consumer-0"))
+	require.Equal(t, "orders-consumer-0", static.OverwriteSaramaConfig.Consumer.Group.InstanceId)
+	require.NoError(t, static.OverwriteSaramaConfig.Validate(), "Version 2.3 allows static membership")
+	require.Empty(t, kafka.CheckSubscriberConfig(static))
+	require.Empty(t, kafka.RecommendedSubscriberConfig(brokers, "g").OverwriteSaramaConfig.Consumer.Group.InstanceId)
+
+	// Sarama refuses these only when the subscriber starts.
+	requireWarning(t, kafka.CheckSubscriberConfig(kafka.RecommendedSubscriberConfig(brokers, "g", kafka.StaticMember("a b"))),
+		`Consumer.Group.InstanceId "a b"`)
+	old := kafka.RecommendedSubscriberConfig(brokers, "g", kafka.StaticMember("c-0"))
+	old.OverwriteSaramaConfig.Version = sarama.V2_2_0_0
+	requireWarning(t, kafka.CheckSubscriberConfig(old), "Version >= 2.3")
+}
+
 func TestIsUnavailable(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{sarama.ErrOutOfBrokers, sarama.ErrNotConnected, sarama.ErrClosedClient,

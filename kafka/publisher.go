@@ -84,30 +84,59 @@ func (c PublisherConfig) Validate() error {
 // header, and the message UUID is the header _watermill_message_uuid, which
 // watermill-kafka's subscriber turns back into the UUID.
 //
+// The Sarama producer is created by the first call that needs it (a
+// publish or ProbeBroker), not by NewPublisher, so that a relay starts
+// while the cluster is down; a call that cannot create it fails as
+// unavailable and the next call tries again.
+//
 // A Publisher is safe for concurrent use. Close waits for the sends in
 // flight, then closes the producer.
 type Publisher struct {
-	producer    sarama.SyncProducer
-	logger      watermill.LoggerAdapter
-	sendTimeout time.Duration
+	cfg            PublisherConfig
+	logger         watermill.LoggerAdapter
+	sendTimeout    time.Duration
+	connectTimeout time.Duration
 
 	mu       sync.RWMutex
 	closed   bool
-	inflight sync.WaitGroup // SendMessages calls; Close waits for them
+	inflight sync.WaitGroup // calls and their SendMessages; Close waits for them
+
+	prodMu   sync.Mutex
+	producer *producer // nil until a build succeeded
+	building *build    // the build in progress, shared by every call that waits for it
+	builds   sync.WaitGroup
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// producer is a SyncProducer with the client it was built on: Sarama does
+// not close a client it was given, so Close closes both.
+type producer struct {
+	sarama.SyncProducer
+	client sarama.Client
+}
+
+// build is one attempt to create the producer. done is closed once prod or
+// err is set.
+type build struct {
+	done chan struct{}
+	prod *producer
+	err  error
+}
+
 var (
 	_ message.Publisher     = (*Publisher)(nil)
 	_ poller.BatchPublisher = (*Publisher)(nil)
+	_ poller.BrokerProber   = (*Publisher)(nil)
 )
 
-// NewPublisher connects a Publisher to cfg.Brokers. It logs, with
-// logger.Info and the prefix "WARNING: ", each warning CheckProducerConfig
-// returns for the configuration in use. It fails when the configuration is
-// invalid or no broker can be reached. A nil logger logs nothing.
+// NewPublisher validates cfg and returns a Publisher for cfg.Brokers. It
+// logs, with logger.Info and the prefix "WARNING: ", each warning
+// CheckProducerConfig returns for the configuration in use. It fails only
+// when the configuration is invalid (oncebox.ErrInvalidConfig): it does not
+// contact the cluster, which the first publish or ProbeBroker does. A nil
+// logger logs nothing.
 func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
 	if logger == nil {
 		logger = watermill.NopLogger{}
@@ -119,24 +148,96 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 	for _, w := range CheckProducerConfig(cfg.SaramaConfig) {
 		logger.Info("WARNING: "+w, watermill.LogFields{"component": "oncebox-kafka-publisher"})
 	}
-	producer, err := newSyncProducer(cfg)
-	if err != nil {
-		if IsUnavailable(err) {
-			err = fmt.Errorf("%w: %w", oncebox.ErrBrokerUnavailable, err)
-		}
-		return nil, fmt.Errorf("oncebox: kafka: cannot create the producer for %s: %w", strings.Join(cfg.Brokers, ","), err)
-	}
-	return &Publisher{producer: producer, logger: logger, sendTimeout: sendTimeout(cfg.SaramaConfig)}, nil
+	return &Publisher{
+		cfg:            cfg,
+		logger:         logger,
+		sendTimeout:    sendTimeout(cfg.SaramaConfig),
+		connectTimeout: connectTimeout(cfg.SaramaConfig),
+	}, nil
 }
 
-// newSyncProducer turns a panic of Sarama's constructor into an error.
-func newSyncProducer(cfg PublisherConfig) (producer sarama.SyncProducer, err error) {
+// syncProducer returns the producer, creating it when there is none yet.
+// Concurrent callers share one build. A caller waits for it at most
+// connectTimeout (or until ctx ends): Sarama's constructor has no overall
+// deadline (its InitProducerID retries up to Producer.Transaction.Retry.Max
+// times), and SendTimeout promises the relay a bound. The build goes on in
+// the background; a later call picks up its result. Every failure wraps
+// oncebox.ErrBrokerUnavailable: whatever stops the producer from being
+// created (no broker, or a broker refusing a producer id) is no message's
+// fault, and counting attempts for it would move healthy events to the DLQ.
+//
+// The caller must be registered with begin, so that Close, which waits for
+// the calls before the builds, sees every build started.
+func (p *Publisher) syncProducer(ctx context.Context) (*producer, error) {
+	p.prodMu.Lock()
+	if p.producer != nil {
+		defer p.prodMu.Unlock()
+		return p.producer, nil
+	}
+	b := p.building
+	if b == nil {
+		b = &build{done: make(chan struct{})}
+		p.building = b
+		p.builds.Add(1)
+		go p.build(b)
+	}
+	p.prodMu.Unlock()
+
+	timer := time.NewTimer(p.connectTimeout)
+	defer timer.Stop()
+	select {
+	case <-b.done:
+		return b.prod, b.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: kafka: stopped waiting for the producer to connect: %w", oncebox.ErrBrokerUnavailable, ctx.Err())
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: kafka: the producer for %s did not connect within %s", oncebox.ErrBrokerUnavailable, strings.Join(p.cfg.Brokers, ","), p.connectTimeout)
+	}
+}
+
+// build creates the producer for b and publishes the result.
+func (p *Publisher) build(b *build) {
+	defer p.builds.Done()
+	prod, err := newSyncProducer(p.cfg)
+	if err != nil {
+		b.err = fmt.Errorf("%w: kafka: cannot create the producer for %s: %w", oncebox.ErrBrokerUnavailable, strings.Join(p.cfg.Brokers, ","), err)
+		p.logger.Debug("Kafka producer not created", watermill.LogFields{"brokers": p.cfg.Brokers, "err": err})
+	} else {
+		b.prod = prod
+		p.logger.Info("Kafka producer connected", watermill.LogFields{"brokers": p.cfg.Brokers})
+	}
+	p.prodMu.Lock()
+	p.producer = prod
+	p.building = nil
+	p.prodMu.Unlock()
+	close(b.done)
+}
+
+// newSyncProducer creates the client, then the producer on it, and turns a
+// panic of Sarama's constructors into an error. It does not use
+// sarama.NewSyncProducer, which leaks its client (connections and a
+// metadata goroutine) when the producer fails after the client connected,
+// for example when InitProducerID fails: with lazy creation that would
+// happen on every call during such a failure.
+func newSyncProducer(cfg PublisherConfig) (prod *producer, err error) {
+	var client sarama.Client
 	defer func() {
 		if r := recover(); r != nil {
-			producer, err = nil, fmt.Errorf("sarama panicked: %v", r)
+			prod, err = nil, fmt.Errorf("sarama panicked: %v", r)
+		}
+		if err != nil && client != nil {
+			_ = client.Close()
 		}
 	}()
-	return sarama.NewSyncProducer(cfg.Brokers, cfg.SaramaConfig)
+	client, err = sarama.NewClient(cfg.Brokers, cfg.SaramaConfig)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := sarama.NewSyncProducerFromClient(client)
+	if err != nil {
+		return nil, err
+	}
+	return &producer{SyncProducer: sp, client: client}, nil
 }
 
 // Publish sends msgs to topic in one round trip (see PublishBatch) and
@@ -275,19 +376,27 @@ func (p *Publisher) PublishBatch(topic string, msgs ...*message.Message) (result
 	return results, nil
 }
 
-// send runs SendMessages, abandoning the wait (not the send) when ctx ends.
+// send gets the producer and runs SendMessages, abandoning the wait (not
+// the send) when ctx ends.
 func (p *Publisher) send(ctx context.Context, records []*sarama.ProducerMessage) error {
 	if !p.begin() {
 		return fmt.Errorf("%w: kafka: %w", oncebox.ErrBrokerUnavailable, oncebox.ErrClosed)
 	}
-	if ctx.Done() == nil {
-		defer p.inflight.Done()
-		return p.sendMessages(records)
+	defer p.inflight.Done()
+	prod, err := p.syncProducer(ctx)
+	if err != nil {
+		return err
 	}
+	if ctx.Done() == nil {
+		return sendMessages(prod, records)
+	}
+	// This call's own registration keeps the counter above zero, so this
+	// Add cannot race with Close's Wait.
+	p.inflight.Add(1)
 	done := make(chan error, 1)
 	go func() {
 		defer p.inflight.Done()
-		done <- p.sendMessages(records)
+		done <- sendMessages(prod, records)
 	}()
 	select {
 	case err := <-done:
@@ -297,7 +406,7 @@ func (p *Publisher) send(ctx context.Context, records []*sarama.ProducerMessage)
 	}
 }
 
-// begin registers a send unless the Publisher is closed. Close sets closed
+// begin registers a call unless the Publisher is closed. Close sets closed
 // under the write lock before it waits, so every Add happens before Wait.
 func (p *Publisher) begin() bool {
 	p.mu.RLock()
@@ -309,17 +418,36 @@ func (p *Publisher) begin() bool {
 	return true
 }
 
-func (p *Publisher) sendMessages(records []*sarama.ProducerMessage) (err error) {
+func sendMessages(prod *producer, records []*sarama.ProducerMessage) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("oncebox: kafka: SendMessages panicked: %v", r)
 		}
 	}()
-	return p.producer.SendMessages(records)
+	return prod.SendMessages(records)
 }
 
-// Close waits for the sends in flight, then closes the producer. Later
-// publishes fail with an error wrapping oncebox.ErrClosed and
+// ProbeBroker implements poller.BrokerProber: it returns nil when the
+// Publisher has a producer or can create one now, and an error wrapping
+// oncebox.ErrBrokerUnavailable otherwise (the cluster cannot be reached,
+// ctx ended, the Publisher is closed). It sends no message. Once a
+// producer exists it answers nil without contacting the cluster: Sarama
+// reconnects by itself, and the next send tells whether it can.
+func (p *Publisher) ProbeBroker(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: kafka: %w", oncebox.ErrBrokerUnavailable, err)
+	}
+	if !p.begin() {
+		return fmt.Errorf("%w: kafka: %w", oncebox.ErrBrokerUnavailable, oncebox.ErrClosed)
+	}
+	defer p.inflight.Done()
+	_, err := p.syncProducer(ctx)
+	return err
+}
+
+// Close waits for the calls in flight and for a producer being created,
+// then closes the producer and its client, if one was created. Later calls
+// fail with an error wrapping oncebox.ErrClosed and
 // oncebox.ErrBrokerUnavailable. Close may be called more than once and
 // from any goroutine; it returns the first call's result.
 func (p *Publisher) Close() error {
@@ -330,8 +458,25 @@ func (p *Publisher) Close() error {
 		// Sarama closes its input channel on Close: a SendMessages still
 		// feeding it would panic in a goroutine of Sarama's, out of reach.
 		p.inflight.Wait()
-		if err := p.producer.Close(); err != nil {
-			p.closeErr = fmt.Errorf("oncebox: kafka: closing the producer: %w", err)
+		// Builds start only inside registered calls, so none starts after
+		// this Wait; one a call gave up on is still running and is waited
+		// for, so that its producer is closed rather than leaked.
+		p.builds.Wait()
+		p.prodMu.Lock()
+		prod := p.producer
+		p.prodMu.Unlock()
+		if prod == nil {
+			return
+		}
+		var errs []error
+		if err := prod.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the producer: %w", err))
+		}
+		if err := prod.client.Close(); err != nil && !errors.Is(err, sarama.ErrClosedClient) {
+			errs = append(errs, fmt.Errorf("closing the client: %w", err))
+		}
+		if len(errs) > 0 {
+			p.closeErr = fmt.Errorf("oncebox: kafka: %w", errors.Join(errs...))
 		}
 	})
 	return p.closeErr

@@ -437,16 +437,6 @@ func TestConcurrentPublishAndClose(t *testing.T) {
 	wg.Wait()
 }
 
-func TestNewPublisherWithoutBroker(t *testing.T) {
-	t.Parallel()
-	cluster, addrs := newCluster(t)
-	cluster.Close()
-	cfg := fastFailConfig()
-	_, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: addrs, SaramaConfig: cfg}, nil)
-	require.ErrorIs(t, err, oncebox.ErrBrokerUnavailable)
-	require.ErrorIs(t, err, sarama.ErrOutOfBrokers)
-}
-
 // TestPublisherRecoversWhenTheClusterReturns shows that a long-running relay
 // needs no new Publisher after an outage: once the brokers are back (and
 // Sarama's circuit breakers closed, 10s after they opened), sends succeed.

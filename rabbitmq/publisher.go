@@ -125,9 +125,11 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 // implements message.Publisher and poller.BatchPublisher, and is safe for
 // concurrent use.
 //
-// It holds one connection, dialled by NewPublisher and again by the first
-// call after the connection was lost, and up to PublisherConfig.Channels
-// channels in confirm mode, opened when first needed.
+// It holds one connection, dialled by the first call that needs it (a
+// publish, ProbeBroker, DeclareDurableQueue) and again by the first call
+// after it was lost, and up to PublisherConfig.Channels channels in confirm
+// mode, opened when first needed. NewPublisher does not dial, so that a
+// relay starts while the broker is down.
 type Publisher struct {
 	cfg    PublisherConfig
 	logger watermill.LoggerAdapter
@@ -175,9 +177,13 @@ type slot struct {
 	closes  chan *amqp.Error
 }
 
-// NewPublisher validates cfg and connects to the broker. A failed
-// connection is an error wrapping oncebox.ErrBrokerUnavailable. A nil logger
-// logs nothing.
+// NewPublisher validates cfg and returns a Publisher; it fails only on an
+// invalid configuration (oncebox.ErrInvalidConfig). It does not contact the
+// broker: the first call dials, and fails with an error wrapping
+// oncebox.ErrBrokerUnavailable while the broker cannot be reached, so a
+// relay started during an outage waits for the broker instead of failing.
+// Call ProbeBroker to check the connection at start. A nil logger logs
+// nothing.
 func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publisher, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -189,9 +195,6 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 	p := &Publisher{cfg: cfg, logger: logger, slots: make(chan *slot, cfg.Channels)}
 	for range cfg.Channels {
 		p.slots <- &slot{}
-	}
-	if _, err := p.connection(); err != nil {
-		return nil, err
 	}
 	return p, nil
 }

@@ -362,7 +362,10 @@ func TestClosedPublisher(t *testing.T) {
 	require.ErrorIs(t, p.DeclareDurableQueue("orders"), oncebox.ErrClosed)
 }
 
-func TestNewPublisherValidatesAndDials(t *testing.T) {
+// NewPublisher validates the configuration and does not dial: with nothing
+// listening, it succeeds and the calls fail as unavailable (see
+// TestRelayStartsDuringAnOutage for the broker coming back).
+func TestNewPublisherValidatesAndDoesNotDial(t *testing.T) {
 	t.Parallel()
 	_, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{}, nil)
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
@@ -373,9 +376,15 @@ func TestNewPublisherValidatesAndDials(t *testing.T) {
 	require.Contains(t, err.Error(), "Exchange")
 
 	// Nothing listens on port 1.
-	_, err = rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: "amqp://guest:secret@127.0.0.1:1/"}, nil)
+	p, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: "amqp://guest:secret@127.0.0.1:1/"}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	require.ErrorIs(t, p.ProbeBroker(context.Background()), oncebox.ErrBrokerUnavailable)
+	results, err := p.PublishBatch("orders", event(0))
 	require.ErrorIs(t, err, oncebox.ErrBrokerUnavailable)
+	require.Nil(t, results)
 	require.NotContains(t, err.Error(), "secret")
+	require.ErrorIs(t, p.DeclareDurableQueue("orders"), oncebox.ErrBrokerUnavailable)
 }
 
 // connectionPIDs lists the broker's connections named name, with rabbitmqctl.

@@ -1,0 +1,124 @@
+package rabbitmq_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/tcpproxy"
+	"github.com/oncebox/watermill-oncebox/poller"
+	"github.com/oncebox/watermill-oncebox/publisher"
+	"github.com/oncebox/watermill-oncebox/rabbitmq"
+)
+
+// outageHooks counts what the poller reports.
+type outageHooks struct {
+	poller.NopHooks
+	mu          sync.Mutex
+	sent        int
+	failed      int
+	unavailable int
+}
+
+func (h *outageHooks) Sent(_ string, ids []oncebox.EventID) {
+	h.mu.Lock()
+	h.sent += len(ids)
+	h.mu.Unlock()
+}
+
+func (h *outageHooks) SendFailed(_ string, f []poller.Failure) {
+	h.mu.Lock()
+	h.failed += len(f)
+	h.mu.Unlock()
+}
+
+func (h *outageHooks) BrokerUnavailable(string, int, error) {
+	h.mu.Lock()
+	h.unavailable++
+	h.mu.Unlock()
+}
+
+func (h *outageHooks) get() (sent, failed, unavailable int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sent, h.failed, h.unavailable
+}
+
+// TestRelayStartsDuringAnOutage runs the real relay (poller.New and Run)
+// on a publisher whose broker is down (a killed proxy in front of the real
+// RabbitMQ): it starts, the events committed meanwhile wait, and once the
+// broker is back at the same address every one is delivered, none FAILED
+// and no attempt counted.
+func TestRelayStartsDuringAnOutage(t *testing.T) {
+	t.Parallel()
+	conn := admin(t)
+	s := pgtest.NewSchema(t)
+	queue := uniqueName(t, "oncebox-test-start-outage")
+	declareQueue(t, conn, queue)
+	target := brokerAddr(t)
+	proxy := tcpproxy.Start(t, "127.0.0.1:0", target)
+	addr := proxy.Addr()
+	proxy.Kill() // down before the relay starts
+
+	pub := newPublisher(t, rabbitmq.PublisherConfig{URL: urlVia(t, addr), DialTimeout: 2 * time.Second})
+	cfg := oncebox.Config{Outbox: oncebox.OutboxConfig{
+		Defaults: oncebox.EventSettings{Polling: oncebox.PollingSettings{
+			MinFixedDelay: 5 * time.Millisecond, MaxFixedDelay: 50 * time.Millisecond, Multiplier: 2}},
+		Events: map[string]oncebox.EventSettings{"order-created": {Topic: queue}},
+	}}
+	hooks := &outageHooks{}
+	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{
+		Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
+		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2},
+	})
+	require.NoError(t, err, "the relay starts while the broker is down")
+	errc := make(chan error, 1)
+	go func() { errc <- p.Run(context.Background()) }()
+	t.Cleanup(func() {
+		require.NoError(t, p.Close())
+		require.NoError(t, <-errc)
+	})
+	<-p.Running()
+
+	ctx := context.Background()
+	tx, err := s.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	outbox, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: s.Dialect, Oncebox: cfg}, nil)
+	require.NoError(t, err)
+	msgs := make([]*message.Message, 30)
+	for i := range msgs {
+		msgs[i] = message.NewMessage(watermill.NewUUID(), fmt.Appendf(nil, `{"n":%d}`, i))
+		oncebox.SetKey(msgs[i], fmt.Sprintf("order-%d", i%4))
+	}
+	require.NoError(t, outbox.Publish("order-created", msgs...))
+	require.NoError(t, tx.Commit(ctx))
+	require.Eventually(t, func() bool { _, _, u := hooks.get(); return u >= 1 }, 20*time.Second, 10*time.Millisecond,
+		"the poller met the outage")
+
+	tcpproxy.Start(t, addr, target) // back, at the same address
+	events := s.Dialect.Tables().Events
+	require.Eventually(t, func() bool { return s.Count(t, events, "status = 'PROCESSED'") == len(msgs) },
+		30*time.Second, 10*time.Millisecond)
+	require.Zero(t, s.Count(t, events, "status = 'FAILED'"))
+	require.Zero(t, s.Count(t, events, "retry_count > 0"), "an outage counts no attempt")
+	sent, failed, _ := hooks.get()
+	require.Equal(t, len(msgs), sent)
+	require.Zero(t, failed)
+
+	got := drain(t, conn, queue, len(msgs))
+	for i, d := range got { // one type, one channel: claim order
+		require.Equal(t, msgs[i].UUID, d.MessageId)
+		require.Equal(t, msgs[i].Metadata.Get(oncebox.HeaderEventID), d.Headers[oncebox.HeaderEventID])
+		require.Equal(t, oncebox.Key(msgs[i]), d.Headers[oncebox.HeaderKey])
+	}
+}
