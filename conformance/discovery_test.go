@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -147,5 +148,39 @@ func TestIdleDiscoveryCostsAboutSeventyPollsAnHour(t *testing.T) {
 			polls++
 		}
 		require.InDelta(t, 72, polls, 8, "discovery polls in an idle hour")
+	})
+}
+
+// A relay whose database cannot serve it returns an error from Run at once
+// (and Running is closed), instead of logging the same failure every poll:
+// tables never migrated, or a migration missing.
+func TestRelayFailsFastWhenTheSchemaIsNotMigrated(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		empty := tg.NewEmpty(t)
+		run := func(e *dbtest.Env) error {
+			p, err := poller.New(e.Beginner, newRecorder(), nil, poller.Config{Dialect: e.Dialect})
+			require.NoError(t, err, "New does no I/O")
+			errc := make(chan error, 1)
+			go func() { errc <- p.Run(t.Context()) }()
+			<-p.Running() // closed when Run returns early too
+			select {
+			case err := <-errc:
+				return err
+			case <-time.After(30 * time.Second):
+				require.NoError(t, p.Close())
+				return nil
+			}
+		}
+		err := run(empty)
+		require.Error(t, err)
+		require.ErrorContains(t, err, "migrate.Migrate")
+
+		ms, err := s.Dialect.Migrations()
+		require.NoError(t, err)
+		last := ms[len(ms)-1]
+		s.exec(t, "DELETE FROM "+s.Tables.Migrations+" WHERE version = "+s.P(1), last.Version)
+		err = run(s.Env)
+		require.ErrorContains(t, err, fmt.Sprintf("migration %d (%s) is not applied", last.Version, last.Name))
 	})
 }

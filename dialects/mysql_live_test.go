@@ -641,6 +641,27 @@ func TestMySQLWithoutParseTimeTheErrorSaysSo(t *testing.T) {
 	require.Equal(t, 1, e.Count(t, e.Tables.Events, "status = 'PENDING'"), "the failed claim rolled back")
 }
 
+// A relay started on a DSN without parseTime returns the error from Run
+// (the user's trial: 0 of 25 events delivered, errors only in the log, the
+// relay "running").
+func TestMySQLRelayWithoutParseTimeFailsAtStart(t *testing.T) {
+	t.Parallel()
+	tg := mysqlTarget(t)
+	e := tg.New(t)
+	cfg, err := mysql.ParseDSN(tg.DSN)
+	require.NoError(t, err)
+	cfg.ParseTime = false
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := poller.New(wsql.BeginnerFromStdSQL(db), &recordingPublisher{},
+		nil, poller.Config{Dialect: e.Dialect})
+	require.NoError(t, err)
+	err = p.Run(context.Background())
+	require.ErrorContains(t, err, "parseTime=true")
+	<-p.Running()
+}
+
 func TestMySQLLargestBatchFinalizes(t *testing.T) {
 	t.Parallel()
 	e := mysqlTarget(t).New(t)

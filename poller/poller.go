@@ -85,11 +85,14 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 	}, nil
 }
 
-// Running is closed once Run has started every poll loop and job.
+// Running is closed once Run has started every poll loop and job, or has
+// returned (an error at start, or Close before Run).
 func (p *Poller) Running() chan struct{} { return p.running }
 
-// Run starts the poll loops and the jobs and blocks until ctx is cancelled or
-// Close is called; then it stops claiming, lets batches in flight finish for
+// Run checks that the database can serve the relay (dialects.CheckSchema:
+// reachable, migrated, a MySQL DSN with parseTime) and returns an error if
+// not; then it starts the poll loops and the jobs and blocks until ctx is
+// cancelled or Close is called; then it stops claiming, lets batches in flight finish for
 // up to CloseTimeout, releases what is left and returns. It returns nil on a
 // clean stop. It may be called once.
 func (p *Poller) Run(ctx context.Context) error {
@@ -101,10 +104,24 @@ func (p *Poller) Run(ctx context.Context) error {
 	p.started = true
 	p.mu.Unlock()
 	defer close(p.done)
+	// Running is closed however Run ends, so that `go p.Run(ctx);
+	// <-p.Running()` never hangs on a Run that returned early.
+	var runningOnce sync.Once
+	markRunning := func() { runningOnce.Do(func() { close(p.running) }) }
+	defer markRunning()
 	select {
 	case <-p.closing:
 		return oncebox.ErrClosed
 	default:
+	}
+	// Fail fast: a database that cannot serve the relay (not reachable, not
+	// migrated, a MySQL DSN without parseTime) is an error from Run, not a
+	// failure logged by every poll forever. Later failures are retried.
+	checkCtx, cancelCheck := p.finalizeCtx()
+	err := p.withConn(checkCtx, func() error { return dialects.CheckSchema(checkCtx, p.db, p.d) })
+	cancelCheck()
+	if err != nil {
+		return fmt.Errorf("oncebox: poller cannot start: %w", err)
 	}
 
 	loopCtx, stopLoops := context.WithCancel(ctx)
@@ -137,7 +154,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled,
 		"discovery": !p.config.Oncebox.Outbox.StrictEventTypes})
-	close(p.running)
+	markRunning()
 
 	select {
 	case <-ctx.Done():
