@@ -49,8 +49,10 @@ func TestMigrateCreatesThePartialIndexes(t *testing.T) {
 		idx = append(idx, n)
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, []string{"outbox_dlq_events_message_uq", "outbox_events_failed_idx", "outbox_events_in_process_idx",
-		"outbox_events_pending_idx", "outbox_events_processed_idx"}, idx)
+	// Migration 2 replaced outbox_events_pending_idx with outbox_events_due_idx
+	// (the same partial index, with id, for the claim's order).
+	require.Equal(t, []string{"outbox_dlq_events_message_uq", "outbox_events_due_idx", "outbox_events_failed_idx",
+		"outbox_events_in_process_idx", "outbox_events_processed_idx"}, idx)
 }
 
 func TestMigrateCreatesTheSchema(t *testing.T) {
