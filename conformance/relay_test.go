@@ -608,3 +608,19 @@ func TestClaimOrdersByNextRetryAtThenID(t *testing.T) {
 		require.Equal(t, ids, got, "batch k holds ids 100k to 100k+99 in creation order")
 	})
 }
+
+// A full batch is claimed again at once: a backlog drains without waiting
+// min-fixed-delay between full batches (the fake clock never moves here).
+// The article's rule waited min-fixed-delay after each, so a backlog
+// drained at batch-size per min-fixed-delay: 800 rows/s with the defaults.
+func TestFullBatchIsClaimedAgainAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ids := s.publish(t, s.clock, "order-created", 1000)
+		rec := newRecorder()
+		cfg := s.pollerConfig("order-created")
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 100
+		s.startPoller(t, nil, rec, cfg)
+		eventually(t, "the backlog drained without the clock moving", func() bool { return rec.delivered() == len(ids) })
+	})
+}
