@@ -130,13 +130,23 @@ func TestPlainPublisherUnknownOutageCountsOneAttemptPerBatch(t *testing.T) {
 	require.NoError(t, err)
 	start(t, p)
 
-	stepUntil(t, b.clock, 3, 250*time.Millisecond, time.Minute, func() bool { return len(h.Snapshot().Polls) >= 1 })
+	firstPoll := func() (poller.PollInfo, bool) {
+		for _, pi := range h.Snapshot().Polls {
+			if pi.EventType == "order-created" && pi.Claimed > 0 {
+				return pi, true
+			}
+		}
+		return poller.PollInfo{}, false
+	}
+	stepUntil(t, b.clock, 3, 250*time.Millisecond, time.Minute, func() bool { _, ok := firstPoll(); return ok })
 	require.Len(t, h.Snapshot().Failures, 1, "one attempt counted for the batch")
 	require.Equal(t, 1, b.schema.Count(t, events, "status = 'PENDING' AND retry_count = 1"))
 	require.Equal(t, 4, b.schema.Count(t, events, "status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"), "the rest released")
 	require.Equal(t, 1, h.Snapshot().Unavailable)
 	require.Equal(t, []int{5, 1, 1}, pub.callSizes(), "the call, then the first alone, then the second alone")
-	require.Greater(t, h.Snapshot().Polls[0].NextDelay, time.Duration(0))
+	first, _ := firstPoll()
+	require.Equal(t, 5, first.Claimed)
+	require.GreaterOrEqual(t, first.NextDelay, time.Second, "the type backs off as in an outage (OutageBackoff.Min)")
 
 	mu.Lock()
 	down = false
