@@ -53,7 +53,10 @@ type Config struct {
 	MaxConcurrentQueries int
 	// IsUnavailable tells whether a publish error means the broker cannot be
 	// reached: the batch is then released without counting an attempt and
-	// the type backs off. Default: errors.Is(err, oncebox.ErrBrokerUnavailable).
+	// the type backs off. Default: the package's IsUnavailable, which knows
+	// oncebox.ErrBrokerUnavailable, network and deadline errors, and the
+	// outage errors of watermill-kafka's (Sarama) and watermill-amqp's
+	// (amqp091-go) publishers; wrap it to add the errors of another client.
 	IsUnavailable func(error) bool
 	// Hooks receives the poller's events. Default: NopHooks.
 	Hooks Hooks
@@ -170,7 +173,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.MaxDiscoveredTypes = 100
 	}
 	if c.IsUnavailable == nil {
-		c.IsUnavailable = func(err error) bool { return errors.Is(err, oncebox.ErrBrokerUnavailable) }
+		c.IsUnavailable = IsUnavailable
 	}
 	if c.Hooks == nil {
 		c.Hooks = NopHooks{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -58,8 +59,10 @@ func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message,
 
 // send publishes the claimed events, grouped by topic in claim order, and
 // returns the fate of each. Once the broker is found unreachable the
-// remaining groups are not attempted. A panic of the publisher is a failed
-// send, never a crash.
+// remaining groups are not attempted. When a plain publisher fails a
+// multi-message call with an error that IsUnavailable does not know, its
+// messages are sent again one by one (sendOneByOne). A panic of the
+// publisher is a failed send, never a crash.
 func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []result {
 	results := make([]result, len(events))
 	msgs := make([]*message.Message, len(events))
@@ -72,6 +75,8 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		msgs[i] = msg
 	}
 	unavailable := error(nil)
+	_, isBatch := p.pub.(BatchPublisher)
+	started, mbpt := p.config.Clock.Now(), p.config.Oncebox.Outbox.MaxBatchProcessingTime
 	for start := 0; start < len(events); {
 		topic := events[start].Topic
 		var idx []int
@@ -111,6 +116,12 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 				}
 				results[i] = result{outcome: outcomeUnavailable, err: callErr}
 			}
+		case callErr != nil && !isBatch && len(idx) > 1 && p.config.Clock.Since(started) < mbpt:
+			// A plain publisher's error does not say which message it is
+			// about: find out one message at a time.
+			if err := p.sendOneByOne(ctx, topic, idx, msgs, results, started); err != nil {
+				unavailable = err
+			}
 		case callErr != nil:
 			for _, i := range idx {
 				results[i] = result{outcome: outcomeFailed, err: callErr}
@@ -134,6 +145,63 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		endSendSpan(span, idx, results, callErr)
 	}
 	return results
+}
+
+// errRefusedInARow wraps the error of the second of two messages in a row
+// that a plain publisher refused one by one: the broker refuses everything
+// for now, which is an outage, not a series of rejections.
+var errRefusedInARow = errors.New("oncebox: two messages in a row refused one by one, taken as a broker outage")
+
+// sendOneByOne is what follows a multi-message call of a plain
+// message.Publisher that failed with an error IsUnavailable does not know:
+// the error is the fate of the whole call and does not say which message
+// it is about, so each message is sent again alone, in claim order, to
+// learn its own fate. A message refused alone counts an attempt (a poison
+// message ends FAILED on its schedule while the others of its batch are
+// delivered), unless the message before it was refused alone too: then
+// the broker refuses everything, the batch is an outage, and that message
+// and the rest are released without an attempt. So a failing batch counts
+// one attempt (its first message refused alone), not one per message, and
+// no input can make events loop without an attempt: every such batch
+// counts one, on the oldest message that fails.
+//
+// Messages the failed call delivered before its error (watermill-kafka's
+// publisher sends one at a time and stops at the first error) are sent
+// again: duplicates, which at-least-once delivery allows and the consumer's
+// inbox drops. It returns the error that released the rest, if any.
+func (p *Poller) sendOneByOne(ctx context.Context, topic string, idx []int, msgs []*message.Message, results []result, started time.Time) error {
+	mbpt := p.config.Oncebox.Outbox.MaxBatchProcessingTime
+	release := func(from int, err error) error {
+		for _, i := range idx[from:] {
+			results[i] = result{outcome: outcomeUnavailable, err: err}
+		}
+		return err
+	}
+	refusedBefore := false
+	for k, i := range idx {
+		if err := ctx.Err(); err != nil {
+			return release(k, err)
+		}
+		if p.config.Clock.Since(started) >= mbpt {
+			// The claim may be recovered and sent by another instance from
+			// now on: stop sending it.
+			return release(k, fmt.Errorf("oncebox: not attempted: the batch's sends outlasted max-batch-processing-time %s", mbpt))
+		}
+		_, err := p.publish(topic, msgs[i:i+1])
+		switch {
+		case err == nil:
+			results[i] = result{outcome: outcomeConfirmed}
+			refusedBefore = false
+		case p.config.IsUnavailable(err) || ctx.Err() != nil:
+			return release(k, err)
+		case refusedBefore:
+			return release(k, fmt.Errorf("%w: %w", errRefusedInARow, err))
+		default:
+			results[i] = result{outcome: outcomeFailed, err: err}
+			refusedBefore = true
+		}
+	}
+	return nil
 }
 
 // publish sends one topic's messages. It returns per-message errors (all nil
