@@ -1,17 +1,12 @@
 package kafka
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net"
-	"os"
-	"syscall"
 
 	"github.com/IBM/sarama"
 	"github.com/eapache/go-resiliency/breaker"
 
-	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/poller"
 )
 
 // unavailableErrors are the Sarama errors that say the cluster could not
@@ -47,7 +42,8 @@ var unavailableErrors = []error{
 // means that the Kafka cluster could not be reached or could not take the
 // message for now (network errors, timeouts, no broker or leader available,
 // the producer closed), rather than that the broker rejected the message.
-// Errors wrapping oncebox.ErrBrokerUnavailable are unavailable too.
+// Errors wrapping oncebox.ErrBrokerUnavailable are unavailable too, and so
+// is every error poller.IsUnavailable recognises.
 //
 // The Publisher uses it to classify errors. Users relaying with another
 // Sarama-based publisher (watermill-kafka's) can pass it as
@@ -56,24 +52,13 @@ func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, oncebox.ErrBrokerUnavailable) {
-		return true
-	}
 	for _, u := range unavailableErrors {
 		if errors.Is(err, u) {
 			return true
 		}
 	}
-	var netErr net.Error
-	switch {
-	case errors.As(err, &netErr), // dial, read and write errors, their timeouts
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), // the broker hung up
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		errors.Is(err, os.ErrDeadlineExceeded),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return true
-	}
-	return false
+	// The sentinel, network and deadline errors, and Sarama's by their text
+	// or type: the relay's default classifier, which knows these without
+	// importing Sarama; the list above is the exact one.
+	return poller.IsUnavailable(err)
 }
