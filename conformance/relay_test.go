@@ -484,6 +484,9 @@ func TestSlowTypeNeverBlocksAnother(t *testing.T) {
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 50
 		s.startPoller(t, nil, rec, cfg)
 		defer close(release)
+		eventually(t, "slow hangs with its batch", func() bool {
+			return s.Count(t, s.Tables.Events, "event_type = 'slow' AND status = 'IN_PROCESS'") == 10
+		})
 		eventually(t, "every fast event delivered while slow hangs", func() bool {
 			for _, id := range fastIDs {
 				if len(rec.of(id)) != 1 {
