@@ -31,8 +31,9 @@ var kafkaFeatures = tests.Features{
 	// Publish call's messages keep their order, and sends them from one loop
 	// per type; each topic has one partition (the cluster's default and
 	// the subscriber's InitializeTopicDetails), so Kafka keeps that order for
-	// the one consumer of a group that owns it. TestPublishSubscribeInOrder
-	// and TestNoAck run with 10 subscribers in one group.
+	// the one consumer of a group that owns it, so
+	// TestPublishSubscribeInOrder reads with 10 subscribers in one group
+	// (GuaranteedOrderWithSingleSubscriber stays false).
 	GuaranteedOrder: true,
 	// Events survive the Publisher and Subscriber that carried them: they
 	// are rows in PostgreSQL, then records in Kafka.
