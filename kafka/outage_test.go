@@ -14,6 +14,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
@@ -89,7 +90,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 			MinFixedDelay: 5 * time.Millisecond, MaxFixedDelay: 50 * time.Millisecond, Multiplier: 2}},
 		Events: map[string]oncebox.EventSettings{"order-created": {Topic: "orders"}},
 	}}
-	hooks := &relayHooks{}
+	hooks := &pollertest.Hooks{}
 	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{
 		Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
 		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2},
@@ -104,7 +105,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 	<-p.Running()
 
 	msgs := commitEvents(t, s, cfg, 40, "n")
-	require.Eventually(t, func() bool { _, _, u := hooks.get(); return u >= 1 }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { _, _, u := hooks.Counts(); return u >= 1 }, 20*time.Second, 10*time.Millisecond,
 		"the poller met the outage")
 
 	start()
@@ -113,7 +114,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 		30*time.Second, 10*time.Millisecond)
 	require.Zero(t, s.Count(t, events, "status = 'FAILED'"))
 	require.Zero(t, s.Count(t, events, "retry_count > 0"), "an outage counts no attempt")
-	sent, failed, _ := hooks.get()
+	sent, failed, _ := hooks.Counts()
 	require.Equal(t, len(msgs), sent)
 	require.Zero(t, failed)
 

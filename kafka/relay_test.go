@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,43 +14,11 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
-
-// relayHooks counts what the poller reports.
-type relayHooks struct {
-	poller.NopHooks
-	mu          sync.Mutex
-	sent        int
-	failed      int
-	unavailable int
-}
-
-func (h *relayHooks) Sent(_ string, ids []oncebox.EventID) {
-	h.mu.Lock()
-	h.sent += len(ids)
-	h.mu.Unlock()
-}
-
-func (h *relayHooks) SendFailed(_ string, f []poller.Failure) {
-	h.mu.Lock()
-	h.failed += len(f)
-	h.mu.Unlock()
-}
-
-func (h *relayHooks) BrokerUnavailable(string, int, error) {
-	h.mu.Lock()
-	h.unavailable++
-	h.mu.Unlock()
-}
-
-func (h *relayHooks) get() (sent, failed, unavailable int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sent, h.failed, h.unavailable
-}
 
 // commitEvents publishes n events of type order-created through the
 // transactional outbox publisher, keyed by order, and returns them.
@@ -92,7 +59,7 @@ func TestRelayThroughThePollerToKafka(t *testing.T) {
 	}}
 	msgs := commitEvents(t, s, cfg, 120, "n")
 
-	hooks := &relayHooks{}
+	hooks := &pollertest.Hooks{}
 	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
@@ -124,7 +91,7 @@ func TestRelayThroughThePollerToKafka(t *testing.T) {
 	events := s.Dialect.Tables().Events
 	require.Eventually(t, func() bool { return s.Count(t, events, "status = 'PROCESSED'") == len(msgs) },
 		10*time.Second, 10*time.Millisecond)
-	sent, failed, _ := hooks.get()
+	sent, failed, _ := hooks.Counts()
 	require.Equal(t, len(msgs), sent)
 	require.Zero(t, failed)
 
@@ -132,9 +99,9 @@ func TestRelayThroughThePollerToKafka(t *testing.T) {
 	// unavailable, the rows go back to PENDING with no attempt counted.
 	cluster.Close()
 	commitEvents(t, s, cfg, 30, "late")
-	require.Eventually(t, func() bool { _, _, u := hooks.get(); return u >= 3 }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { _, _, u := hooks.Counts(); return u >= 3 }, 20*time.Second, 10*time.Millisecond,
 		"the poller saw the broker unavailable")
-	_, failed, _ = hooks.get()
+	_, failed, _ = hooks.Counts()
 	require.Zero(t, failed, "an outage counts no attempt")
 	require.Zero(t, s.Count(t, events, "retry_count > 0"))
 	require.Equal(t, len(msgs), s.Count(t, events, "status = 'PROCESSED'"))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -77,7 +78,7 @@ func TestWatermillKafkaPublisherOutageCountsNoAttempt(t *testing.T) {
 	}}
 	msgs := commitEvents(t, s, cfg, 5, "n")
 
-	hooks := &relayHooks{}
+	hooks := &pollertest.Hooks{}
 	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
 		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}})
 	require.NoError(t, err)
@@ -90,16 +91,16 @@ func TestWatermillKafkaPublisherOutageCountsNoAttempt(t *testing.T) {
 	<-p.Running()
 
 	events := s.Dialect.Tables().Events
-	require.Eventually(t, func() bool { _, failed, u := hooks.get(); return u >= 3 || failed > 0 }, 60*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { _, failed, u := hooks.Counts(); return u >= 3 || failed > 0 }, 60*time.Second, 10*time.Millisecond,
 		"the poller tried the closed cluster")
-	_, failed, _ := hooks.get()
+	_, failed, _ := hooks.Counts()
 	require.Zero(t, failed, "an outage counts no attempt")
 	require.Zero(t, s.Count(t, events, "retry_count > 0 OR status = 'FAILED'"))
 
 	startClusterOn(t, port, topic) // back, at the same address
 	require.Eventually(t, func() bool { return s.Count(t, events, "status = 'PROCESSED'") == len(msgs) },
 		60*time.Second, 10*time.Millisecond, "every event delivered once the cluster is back")
-	_, failed, _ = hooks.get()
+	_, failed, _ = hooks.Counts()
 	require.Zero(t, failed)
 	require.Zero(t, s.Count(t, events, "retry_count > 0 OR status = 'FAILED'"), "none FAILED, no attempt counted")
 

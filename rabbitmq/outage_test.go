@@ -3,7 +3,6 @@ package rabbitmq_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,44 +13,12 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/internal/tcpproxy"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 	"github.com/oncebox/watermill-oncebox/rabbitmq"
 )
-
-// outageHooks counts what the poller reports.
-type outageHooks struct {
-	poller.NopHooks
-	mu          sync.Mutex
-	sent        int
-	failed      int
-	unavailable int
-}
-
-func (h *outageHooks) Sent(_ string, ids []oncebox.EventID) {
-	h.mu.Lock()
-	h.sent += len(ids)
-	h.mu.Unlock()
-}
-
-func (h *outageHooks) SendFailed(_ string, f []poller.Failure) {
-	h.mu.Lock()
-	h.failed += len(f)
-	h.mu.Unlock()
-}
-
-func (h *outageHooks) BrokerUnavailable(string, int, error) {
-	h.mu.Lock()
-	h.unavailable++
-	h.mu.Unlock()
-}
-
-func (h *outageHooks) get() (sent, failed, unavailable int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.sent, h.failed, h.unavailable
-}
 
 // TestRelayStartsDuringAnOutage runs the real relay (poller.New and Run)
 // on a publisher whose broker is down (a killed proxy in front of the real
@@ -75,7 +42,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 			MinFixedDelay: 5 * time.Millisecond, MaxFixedDelay: 50 * time.Millisecond, Multiplier: 2}},
 		Events: map[string]oncebox.EventSettings{"order-created": {Topic: queue}},
 	}}
-	hooks := &outageHooks{}
+	hooks := &pollertest.Hooks{}
 	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{
 		Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
 		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2},
@@ -102,7 +69,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 	}
 	require.NoError(t, outbox.Publish("order-created", msgs...))
 	require.NoError(t, tx.Commit(ctx))
-	require.Eventually(t, func() bool { _, _, u := hooks.get(); return u >= 1 }, 20*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { _, _, u := hooks.Counts(); return u >= 1 }, 20*time.Second, 10*time.Millisecond,
 		"the poller met the outage")
 
 	tcpproxy.Start(t, addr, target) // back, at the same address
@@ -111,7 +78,7 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 		30*time.Second, 10*time.Millisecond)
 	require.Zero(t, s.Count(t, events, "status = 'FAILED'"))
 	require.Zero(t, s.Count(t, events, "retry_count > 0"), "an outage counts no attempt")
-	sent, failed, _ := hooks.get()
+	sent, failed, _ := hooks.Counts()
 	require.Equal(t, len(msgs), sent)
 	require.Zero(t, failed)
 

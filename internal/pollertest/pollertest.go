@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -23,6 +24,8 @@ type Hooks struct {
 
 // Snapshot is what Hooks recorded up to a moment.
 type Snapshot struct {
+	// Sent is the number of events reported sent (PROCESSED).
+	Sent        int
 	Polls       []poller.PollInfo
 	Failures    []poller.Failure
 	Unavailable int
@@ -35,6 +38,20 @@ func (h *Hooks) PollDone(i poller.PollInfo) {
 	h.mu.Lock()
 	h.seen.Polls = append(h.seen.Polls, i)
 	h.mu.Unlock()
+}
+
+// Sent implements poller.Hooks.
+func (h *Hooks) Sent(_ string, ids []oncebox.EventID) {
+	h.mu.Lock()
+	h.seen.Sent += len(ids)
+	h.mu.Unlock()
+}
+
+// Counts returns the events sent and failed, and the batches released
+// because the broker was unavailable, so far.
+func (h *Hooks) Counts() (sent, failed, unavailable int) {
+	s := h.Snapshot()
+	return s.Sent, len(s.Failures), s.Unavailable
 }
 
 // SendFailed implements poller.Hooks.
@@ -70,6 +87,7 @@ func (h *Hooks) Snapshot() Snapshot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Snapshot{
+		Sent:        h.seen.Sent,
 		Polls:       append([]poller.PollInfo(nil), h.seen.Polls...),
 		Failures:    append([]poller.Failure(nil), h.seen.Failures...),
 		Unavailable: h.seen.Unavailable,
