@@ -124,8 +124,19 @@ func (b *bundle) status(t *testing.T, status string) int {
 	return b.schema.Count(t, b.schema.Dialect.Tables().Events, "status = $1", status)
 }
 
+// config is a poller of types on the fake clock, of those types only
+// (strict: no discovery loop, so the waiters on the clock are the types'
+// loops and the jobs); with no type, a poller that discovers every type.
 func (b *bundle) config(types ...string) poller.Config {
-	return poller.Config{Dialect: b.schema.Dialect, EventTypes: types, Clock: b.clock}
+	c := poller.Config{Dialect: b.schema.Dialect, Clock: b.clock}
+	if len(types) > 0 {
+		c.Oncebox.Outbox.Events = map[string]oncebox.EventSettings{}
+		for _, t := range types {
+			c.Oncebox.Outbox.Events[t] = oncebox.EventSettings{}
+		}
+		c.Oncebox.Outbox.StrictEventTypes = true
+	}
+	return c
 }
 
 // fastPolling is a config for throughput tests on the real clock.

@@ -109,7 +109,7 @@ func TestNewValidatesItsArguments(t *testing.T) {
 			c.Oncebox.Outbox.StrictEventTypes = true
 			return c
 		}(), "outbox.strict-event-types"},
-		"duplicate types": {b.schema.Beginner, rec, b.config("a", "a"), `event type "a" listed twice`},
+		"duplicate types": {b.schema.Beginner, rec, poller.Config{Dialect: b.schema.Dialect, EventTypes: []string{"a", "a"}}, `event type "a" listed twice`},
 		"bad schedule": {b.schema.Beginner, rec, func() poller.Config {
 			c := b.config("a")
 			c.CleanUp = poller.Schedule{Min: time.Hour, Max: time.Minute}
