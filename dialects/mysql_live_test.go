@@ -707,7 +707,10 @@ func TestMySQLMigrateCreatesTheDatabase(t *testing.T) {
 	require.Equal(t, schema+".p_outbox_events", d.Tables().Events)
 }
 
-// switchPublisher fails every message until ok is set, then records them.
+// switchPublisher rejects every message, one by one (a poller
+// BatchPublisher's per-message results: N rejections are N attempts), until
+// ok is set, then records them. A plain publisher failing a whole call with
+// one error would be an outage to the relay, which counts no attempt.
 type switchPublisher struct {
 	recordingPublisher
 	ok atomic.Bool
@@ -718,6 +721,17 @@ func (p *switchPublisher) Publish(topic string, msgs ...*message.Message) error 
 		return errors.New("broker says no")
 	}
 	return p.recordingPublisher.Publish(topic, msgs...)
+}
+
+func (p *switchPublisher) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
+	results := make([]error, len(msgs))
+	if !p.ok.Load() {
+		for i := range results {
+			results[i] = errors.New("broker says no")
+		}
+		return results, nil
+	}
+	return results, p.recordingPublisher.Publish(topic, msgs...)
 }
 
 // TestMySQLFourPollersFailToTheDLQAndRetryFromIt runs the relay's failure
