@@ -117,3 +117,10 @@ func (h *inboxHooks) Duplicate(string, bool) {
 	defer h.r.mu.Unlock()
 	h.r.duplicates++
 }
+
+// handledCount is the number of lotteries the prize sender has handled.
+func (r *record) handledCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.handledAt)
+}
