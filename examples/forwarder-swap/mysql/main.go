@@ -330,13 +330,18 @@ func (a *app) runLotteryService(ctx context.Context, interval time.Duration,
 		pickedUser := users[a.rand.IntN(len(users))]
 		logger := logger.With(watermill.LogFields{"user": pickedUser, "lottery_id": lotteryID})
 		logger.Info("User has been picked as a winner", nil)
-		err := handle(ctx, lotteryID, pickedUser, logger)
+		// A lottery that has started runs to its commit or rollback: the
+		// end of the run is taken between two lotteries only. Cancelling a
+		// transaction's context while its COMMIT is on the wire leaves its
+		// outcome unknown to the program (the database may commit after the
+		// driver gave up waiting).
+		if ctx.Err() != nil {
+			return nil
+		}
+		err := handle(context.WithoutCancel(ctx), lotteryID, pickedUser, logger)
 		switch {
 		case errors.Is(err, errSimulated):
 			a.record.rolledBack(lotteryID)
-		case err != nil && ctx.Err() != nil:
-			// The run ended during the transaction, which rolled back.
-			return nil
 		case err != nil:
 			return fmt.Errorf("lottery %d: %w", lotteryID, err)
 		default:
