@@ -48,8 +48,10 @@ type latencyCase struct {
 // seconds, each carrying the time taken just before it is written (so the
 // figure includes the INSERT and the COMMIT, well under a millisecond), and
 // the no-op publisher records now minus that time for each message it gets.
-// Reported: p99 and p50 of the oncebox poller with its defaults and tuned,
-// against Watermill's forwarder with its defaults.
+// Reported: p99 and p50 of the oncebox poller with its defaults (which on
+// PostgreSQL with pgx include the wake-up on commit), the same without the
+// wake-up, and tuned for polling, against Watermill's forwarder with its
+// defaults and tuned, all in the same run.
 func runLatency(ctx context.Context, e *env) ([]row, error) {
 	defer e.dropSchema()
 	d, err := e.freshSchema(ctx)
@@ -88,25 +90,35 @@ func latencyCases(e *env, d dialects.Dialect) []latencyCase {
 		}
 		return pub.Publish(latencyEventType, msg)
 	}
-	writeOncebox := func(tx pgx.Tx, msg *message.Message) error {
-		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: d}, watermill.NopLogger{})
-		if err != nil {
-			return err
+	// wake: the wake-up on commit (the default on PostgreSQL with pgx);
+	// without it, both the publisher and the relay are set to poll only.
+	writeOncebox := func(wake bool) func(tx pgx.Tx, msg *message.Message) error {
+		return func(tx pgx.Tx, msg *message.Message) error {
+			pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: d, DisableWakeOnCommit: !wake}, watermill.NopLogger{})
+			if err != nil {
+				return err
+			}
+			return pub.Publish(latencyEventType, msg)
 		}
-		return pub.Publish(latencyEventType, msg)
 	}
-	startPoller := func(s oncebox.EventSettings) func(context.Context, message.Publisher, *pollHooks) (func() error, error) {
+	startPoller := func(s oncebox.EventSettings, wake bool) func(context.Context, message.Publisher, *pollHooks) (func() error, error) {
 		return func(ctx context.Context, out message.Publisher, polls *pollHooks) (func() error, error) {
-			return startPollers(ctx, wsql.BeginnerFromPgx(e.pool), out, pollerConfig(d, 0, latencyEventType, s, polls))
+			cfg := pollerConfig(d, 0, latencyEventType, s, polls)
+			cfg.DisableWakeOnCommit = !wake
+			return startPollers(ctx, wsql.BeginnerFromPgx(e.pool), out, cfg)
 		}
 	}
-	startForwarderDefaults := func(ctx context.Context, out message.Publisher, _ *pollHooks) (func() error, error) {
-		return startForwarder(ctx, pgWM(e.pool), out, forwarderDefaults)
+	startForwarderWith := func(o forwarderOptions) func(context.Context, message.Publisher, *pollHooks) (func() error, error) {
+		return func(ctx context.Context, out message.Publisher, _ *pollHooks) (func() error, error) {
+			return startForwarder(ctx, pgWM(e.pool), out, o)
+		}
 	}
 	return []latencyCase{
-		{name: "watermill forwarder, defaults", baseline: true, start: startForwarderDefaults, write: writeForwarder},
-		{name: "oncebox poller, defaults (batch 200, 250ms–1m, ×1.5)", start: startPoller(defaultSettings), write: writeOncebox},
-		{name: "oncebox poller, tuned (batch 1000, 1ms–50ms, ×2)", start: startPoller(tunedSettings), write: writeOncebox},
+		{name: "watermill forwarder, defaults", baseline: true, start: startForwarderWith(forwarderDefaults), write: writeForwarder},
+		{name: "watermill forwarder, tuned (poll 10ms, batch 1000)", start: startForwarderWith(forwarderTuned), write: writeForwarder},
+		{name: "oncebox poller, defaults (wake-up on commit, batch 200, 250ms–1m, ×1.5)", start: startPoller(defaultSettings, true), write: writeOncebox(true)},
+		{name: "oncebox poller, defaults without wake-up (polling only)", start: startPoller(defaultSettings, false), write: writeOncebox(false)},
+		{name: "oncebox poller, tuned, polling only (batch 1000, 1ms–50ms, ×2)", start: startPoller(tunedSettings, false), write: writeOncebox(false)},
 	}
 }
 

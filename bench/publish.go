@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/publisher"
@@ -85,7 +87,123 @@ func runPublish(ctx context.Context, e *env) ([]row, error) {
 				Note: fmt.Sprintf("%d tx in %d rounds; goal ≤ 1.20×", txs, rounds)},
 		})...)
 	}
+	wake, err := runPublishWakeCost(ctx, e, d)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, wake...), nil
+}
+
+// runPublishWakeCost measures what the wake-up on commit costs a business
+// transaction (an order INSERT and one event, as above) at 1 and 16
+// concurrent writers, each on its own connection, with a relay-like LISTEN
+// session attached: the publisher with DisableWakeOnCommit (baseline), with
+// its default limiter (one notification per type per 5ms in the process),
+// and with the limiter off (a notification in every transaction, the cost
+// the limiter avoids). Variants alternate in rounds; the figure is the
+// median round's wall time per transaction. All writers publish one event
+// type, so the limiter lets at most 200 notifications a second through.
+func runPublishWakeCost(ctx context.Context, e *env, d dialects.Dialect) ([]row, error) {
+	// A pool of its own: the shared one holds 8 connections, and this needs
+	// 16 writers and the listener.
+	pool, err := newPool(ctx, e.dsn, func(c *pgxpool.Config) { c.MaxConns = 20 })
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	listen, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer listen.Release()
+	if _, err := listen.Exec(ctx, "LISTEN "+pgx.Identifier{dialects.NotifyChannel(d.Tables())}.Sanitize()); err != nil {
+		return nil, err
+	}
+	// Drain the notifications as a relay would, so the queue does not grow.
+	drainCtx, stopDrain := context.WithCancel(ctx)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for drainCtx.Err() == nil {
+			_, _ = listen.Conn().WaitForNotification(drainCtx)
+		}
+	}()
+	defer func() { stopDrain(); <-drained }()
+
+	variants := []struct {
+		name string
+		cfg  publisher.Config
+	}{
+		{"publisher without wake-up", publisher.Config{Dialect: d, DisableWakeOnCommit: true}},
+		{"publisher with wake-up (default: ≤ 1 NOTIFY per type per 5ms)", publisher.Config{Dialect: d}},
+		{"publisher with a NOTIFY in every transaction (no limiter)", publisher.Config{Dialect: d, WakeLimit: -1}},
+	}
+	var rows []row
+	for _, writers := range []int{1, 16} {
+		conns := make([]*pgxpool.Conn, writers)
+		for i := range conns {
+			if conns[i], err = pool.Acquire(ctx); err != nil {
+				for _, c := range conns[:i] {
+					c.Release()
+				}
+				return nil, err
+			}
+		}
+		txs := e.n(map[int]int{1: 2000, 16: 400}[writers], 20) // per writer and variant
+		const rounds = 5
+		results := make([][]float64, len(variants))
+		for r := 0; r < rounds; r++ {
+			for k := range variants {
+				v := variants[(k+r)%len(variants)] // rotate who goes first
+				idx := (k + r) % len(variants)
+				us, err := concurrentTxs(ctx, conns, txs/rounds, func(tx pgx.Tx) error {
+					pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), v.cfg, watermill.NopLogger{})
+					if err != nil {
+						return err
+					}
+					return pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), orderPayload))
+				})
+				if err != nil {
+					for _, c := range conns {
+						c.Release()
+					}
+					return nil, err
+				}
+				results[idx] = append(results[idx], us)
+			}
+		}
+		for _, c := range conns {
+			c.Release()
+		}
+		var group []row
+		for k, v := range variants {
+			group = append(group, row{Case: fmt.Sprintf("%s, %d writer(s)", v.name, writers), Value: median(results[k]), Unit: "µs/tx",
+				Baseline: k == 0, Note: fmt.Sprintf("%d tx per writer in %d rounds; goal ≤ 1.15× for the default", txs, rounds)})
+		}
+		rows = append(rows, withRatios(group)...)
+	}
 	return rows, nil
+}
+
+// concurrentTxs runs n business transactions on each connection at once and
+// returns the wall time per transaction in microseconds (the inverse of the
+// throughput of all writers together).
+func concurrentTxs(ctx context.Context, conns []*pgxpool.Conn, n int, events func(tx pgx.Tx) error) (float64, error) {
+	start := time.Now()
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = timeTxs(ctx, c.Conn(), n, events)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return float64(time.Since(start).Microseconds()) / float64(n*len(conns)), nil
 }
 
 // rawInsert writes perTx rows with the columns the publisher fills, built by

@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -191,6 +192,12 @@ type Dialect interface {
 	// DLQDeleteResolved deletes up to limit RESOLVED rows last updated
 	// before cutoff.
 	DLQDeleteResolved(cutoff time.Time, limit int) Query
+
+	// Notify builds the statement that, run in a transaction, wakes the
+	// relays listening on channel with payload once the transaction commits
+	// (PostgreSQL's pg_notify; see NotifyChannel). A zero Query (empty SQL)
+	// means the database cannot: MySQL/MariaDB and Oracle relays poll only.
+	Notify(channel, payload string) Query
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be
@@ -372,4 +379,23 @@ func New(name string, cfg oncebox.TablesConfig) (Dialect, error) {
 		return c(cfg)
 	}
 	return nil, fmt.Errorf("%w: unknown dialect %q (want postgres, mysql or oracle)", oncebox.ErrInvalidConfig, name)
+}
+
+// NotifyChannel returns the PostgreSQL notification channel of the tables t:
+// "oncebox_", the qualified outbox table name in lower case with dots as
+// underscores, cut to 38 bytes, "_" and a 64-bit FNV-1a hash of that full
+// name in hex: at most 63 bytes (PostgreSQL's identifier limit), a plain
+// identifier, and distinct for two services whose tables differ by schema
+// or prefix, so that they do not wake each other's relays. Unquoted table
+// names fold to lower case in PostgreSQL, so "Shop.outbox_events" and
+// "shop.outbox_events" are the same tables and get the same channel.
+func NotifyChannel(t Tables) string {
+	name := strings.ToLower(t.Events)
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	readable := strings.ReplaceAll(name, ".", "_")
+	if len(readable) > 38 {
+		readable = readable[:38]
+	}
+	return fmt.Sprintf("oncebox_%s_%016x", readable, h.Sum64())
 }

@@ -211,3 +211,7 @@ func mysqlHint(err error) error {
 	}
 	return err
 }
+
+// Notify implements Dialect: MySQL and MariaDB have no notification on
+// commit, so the relay polls only.
+func (d *MySQL) Notify(string, string) Query { return Query{} }

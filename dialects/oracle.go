@@ -331,3 +331,7 @@ func (d *Oracle) EventsInsert(rows []EventRow) Query {
 func (d *Oracle) Backlog() Query {
 	return Query{SQL: backlogSQL(d.tables, "CAST(NULL AS TIMESTAMP(6))")}
 }
+
+// Notify implements Dialect: Oracle's notifications (DBMS_ALERT, AQ) need
+// grants and objects the schema does not have, so the relay polls only.
+func (d *Oracle) Notify(string, string) Query { return Query{} }

@@ -236,3 +236,13 @@ func renderMigrationsWith(dir string, data any, split func(string) []string) ([]
 // the statement that records an outcome fail. The relay and the poison
 // queue clean it too; this keeps a caller of the seam from forgetting.
 func errorText(s string) string { return dbtext.Text(s, dbtext.MaxErrorBytes) }
+
+// Notify implements Dialect: pg_notify takes the channel as text, so it
+// needs no quoting. PostgreSQL delivers the notification only if the
+// transaction commits and folds identical ones of a transaction into one;
+// the commit takes a global lock on the notification queue, which is why
+// the publisher limits how often it notifies (docs/design.md, "Wake-up on
+// commit").
+func (d *PostgreSQL) Notify(channel, payload string) Query {
+	return Query{SQL: "SELECT pg_notify($1, $2)", Args: []any{channel, payload}}
+}

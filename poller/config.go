@@ -99,6 +99,25 @@ type Config struct {
 	// metadata for the links. It must match the publisher's. Default:
 	// otel.GetTextMapPropagator().
 	Propagator propagation.TextMapPropagator
+
+	// Wake-up on commit (poller/wake.go, docs/design.md).
+
+	// Listener receives the notifications the publisher sends when a
+	// transaction that wrote events commits; each wakes the loop of its
+	// event type at once (or the discovery, for a type without a running
+	// loop), so an event is relayed milliseconds after its commit rather
+	// than at the end of the loop's sleep (up to max-fixed-delay). The poller
+	// holds one connection for it. Default: PgxListener over db's pool when
+	// db is sql.BeginnerFromPgx(*pgxpool.Pool) on PostgreSQL; nil otherwise
+	// (database/sql, MySQL/MariaDB, Oracle): polling only.
+	Listener Listener
+	// DisableWakeOnCommit turns the listener off, whatever Listener says:
+	// the relay polls only. Default false.
+	DisableWakeOnCommit bool
+	// ListenerBackoff paces the reconnection of a lost listener connection
+	// (real time). The loops keep polling at their pace meanwhile. Default:
+	// min 100ms, max 30s, ×2.
+	ListenerBackoff Schedule
 }
 
 // Schedule is the adaptive pace of a background job: after a run that found
@@ -190,6 +209,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.DLQRetry = c.DLQRetry.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.CleanUp = c.CleanUp.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	c.ListenerBackoff = c.ListenerBackoff.WithDefaults(Schedule{Min: 100 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2})
 	if c.CleanUpLease == 0 {
 		c.CleanUpLease = 10 * time.Minute
 	}
@@ -216,6 +236,6 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))
 	}
 	errs = append(errs, c.OutageBackoff.Validate("poller: OutageBackoff"), c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"),
-		c.DLQRetry.Validate("poller: DLQRetry"), c.CleanUp.Validate("poller: CleanUp"))
+		c.DLQRetry.Validate("poller: DLQRetry"), c.CleanUp.Validate("poller: CleanUp"), c.ListenerBackoff.Validate("poller: ListenerBackoff"))
 	return c, events, errors.Join(errs...)
 }

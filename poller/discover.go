@@ -46,7 +46,7 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 	}
 	s := pacing.New(defaults.Polling)
 	var delay time.Duration
-	for pacing.Sleep(ctx, p.config.Clock, delay, nil) {
+	for pacing.Sleep(ctx, p.config.Clock, delay, p.wakes.discovery) {
 		types, err := d.dueTypes(ctx)
 		started := 0
 		for _, t := range types {
@@ -60,8 +60,12 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 				continue
 			}
 			started++
+			p.wakes.add(t)
 			start(func(ctx context.Context) {
-				defer d.release(t)
+				// Released before its wake channel is removed: a wake-up
+				// pending on it then goes to the discovery, which can start
+				// the type again (wakeBoard.remove).
+				defer func() { d.release(t); p.wakes.remove(t) }()
 				p.pollLoop(ctx, ec, true)
 			})
 		}

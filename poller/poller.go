@@ -32,6 +32,9 @@ type Poller struct {
 	locker *lease.Locker
 	tracer trace.Tracer
 
+	listener Listener   // nil: polling only (wake.go)
+	wakes    *wakeBoard // routes wake-ups to the loops
+
 	sem     chan struct{}   // bounds concurrent database users
 	dlqWake chan struct{}   // a poll marked rows FAILED
 	running chan struct{}   // closed once Run has started every loop
@@ -68,7 +71,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &Poller{
+	p := &Poller{
 		db:      db,
 		pub:     publisherOut,
 		logger:  logger.With(watermill.LogFields{"component": "oncebox-poller", "instance": config.InstanceID}),
@@ -82,7 +85,9 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 		running: make(chan struct{}),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
-	}, nil
+	}
+	p.listener, p.wakes = p.wakeOnCommit(db, events)
+	return p, nil
 }
 
 // Running is closed once Run has started every poll loop and job, or has
@@ -145,6 +150,9 @@ func (p *Poller) Run(ctx context.Context) error {
 		d := p.newDiscovery()
 		goLoop(func(ctx context.Context) { d.loop(ctx, goLoop) })
 	}
+	if p.listener != nil {
+		goLoop(p.listenLoop)
+	}
 	goLoop(p.recoveryLoop)
 	goLoop(p.cleanUpLoop)
 	if p.config.Oncebox.Outbox.DLQ.Enabled {
@@ -153,7 +161,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		goLoop(p.dlqCleanUpLoop)
 	}
 	p.logger.Info("Poller running", watermill.LogFields{"event_types": len(p.events), "dlq": p.config.Oncebox.Outbox.DLQ.Enabled,
-		"discovery": !p.config.Oncebox.Outbox.StrictEventTypes})
+		"discovery": !p.config.Oncebox.Outbox.StrictEventTypes, "wake_on_commit": p.listener != nil})
 	markRunning()
 
 	select {
@@ -212,12 +220,22 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // pollLoop is the loop of one event type: poll, then wait what the strategy
 // says, or, while the broker is unavailable, what the outage backoff says.
 // The first poll is immediate. A discovered type's loop (untilIdle) ends at
-// its first poll that claims nothing.
+// its first poll that claims nothing. A wake-up on commit (wake.go) ends a
+// wait at once, except during an outage, whose backoff it must not defeat.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
+	wake := p.wakes.channel(ec.EventType)
 	var delay time.Duration
-	for pacing.Sleep(ctx, p.config.Clock, delay, nil) {
+	for {
+		w := wake
+		if out.down {
+			w = nil
+		}
+		ok, woken := sleepOrWake(ctx, p.config.Clock, delay, w)
+		if !ok {
+			return
+		}
 		if ok, wait := out.probe(ctx); !ok {
 			delay = wait
 			continue
@@ -232,6 +250,13 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			// min-fixed-delay is the floor between partial or empty polls
 			// only (docs/configuration.md).
 			delay = 0
+		}
+		if woken {
+			// A follow-up poll min-fixed-delay after each wake-up: it finds
+			// the event of a transaction whose notification the publisher's
+			// limiter skipped because this one went out just before, and
+			// which committed after this poll's claim (publisher/notify.go).
+			delay = min(delay, ec.Polling.MinFixedDelay)
 		}
 		switch {
 		case unavailable != nil && !errors.Is(unavailable, errClosing):

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -63,6 +64,23 @@ type Config struct {
 	// at each Publish; while no global propagator is set, that is a no-op
 	// and nothing is stored.
 	Propagator propagation.TextMapPropagator
+	// DisableWakeOnCommit stops the publisher from adding the wake-up
+	// notification to the transaction. By default, on PostgreSQL, the first
+	// Publish of each event type in a transaction also runs
+	// SELECT pg_notify(channel, event type) (dialects.NotifyChannel names
+	// the channel after the tables), so that a relay listening on it polls
+	// the type as soon as the transaction commits instead of at the end of
+	// its sleep (up to max-fixed-delay); see docs/design.md, "Wake-up on
+	// commit". MySQL/MariaDB and Oracle never notify. Default false (on).
+	DisableWakeOnCommit bool
+	// WakeLimit is the least time between two wake-up notifications of one
+	// event type on one channel from this process (all the publishers of
+	// the process share the limiter): a transaction that publishes within
+	// WakeLimit of the last notification does not notify. It bounds how
+	// often commits take PostgreSQL's global notification-queue lock.
+	// Default 5ms (DefaultWakeLimit); negative: notify in every
+	// transaction.
+	WakeLimit time.Duration
 }
 
 // Publisher writes messages as outbox rows through the caller's transaction.
@@ -77,6 +95,9 @@ type Publisher struct {
 
 	mu     sync.RWMutex
 	closed bool
+
+	notifiedMu sync.Mutex
+	notified   map[string]bool // event types this transaction notified
 }
 
 var _ message.Publisher = (*Publisher)(nil)
@@ -185,6 +206,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 
 	ctx := msgs[0].Context()
 	if err := p.insert(ctx, topic, rows); err != nil {
+		return err
+	}
+	if err := p.notify(ctx, topic); err != nil {
 		return err
 	}
 	for i, msg := range msgs {

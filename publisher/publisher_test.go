@@ -115,8 +115,9 @@ func TestPublishBatchIsOneStatementWithIncreasingV7IDs(t *testing.T) {
 			return err
 		}
 		stmts := b.trace.Statements()
-		require.Len(t, stmts, 1, "1,000 events are written by one statement")
+		require.Len(t, stmts, 2, "1,000 events are written by one statement, then the wake-up notification")
 		require.True(t, strings.HasPrefix(stmts[0], "INSERT INTO "), stmts[0][:40])
+		require.Equal(t, "SELECT pg_notify($1, $2)", stmts[1])
 		return nil
 	})
 	require.NoError(t, err)
@@ -151,7 +152,7 @@ func TestPublishSplitsPastTheParameterLimit(t *testing.T) {
 		require.NoError(t, err)
 		b.trace.Reset()
 		err = pub.Publish("bulk", msgs...)
-		require.Len(t, b.trace.Statements(), 2)
+		require.Len(t, b.trace.Statements(), 3, "two INSERTs and the wake-up notification")
 		return err
 	})
 	require.NoError(t, err)

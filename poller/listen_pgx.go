@@ -1,0 +1,94 @@
+package poller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// listenerPingEvery is how long the listener waits for a notification
+// before it pings its connection: a peer that vanished without closing the
+// TCP connection would otherwise leave it deaf until TCP keepalive gives up
+// (pgx's 5-minute keepalive, then the kernel's probes). Ten minutes keeps an
+// idle instance at six pings an hour (the idle budget: docs/design.md,
+// "Pacing"); the loops poll at their pace meanwhile, so a deaf listener
+// costs latency, never an event.
+const listenerPingEvery = 10 * time.Minute
+
+// PgxListener returns a Listener that takes one connection out of pool for
+// each session (it does not return to the pool: LISTEN is session state)
+// and closes it when the session ends. The poller builds it itself when its
+// db is sql.BeginnerFromPgx over a *pgxpool.Pool; pass it in
+// Config.Listener to listen through another pool, e.g. when the relay reads
+// through database/sql.
+func PgxListener(pool *pgxpool.Pool) Listener { return pgxListener{pool} }
+
+type pgxListener struct{ pool *pgxpool.Pool }
+
+// Listen implements Listener.
+func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), notify func(string)) error {
+	pc, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("oncebox: listener: acquire a connection: %w", err)
+	}
+	conn := pc.Hijack()
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return fmt.Errorf("oncebox: listener: LISTEN %s: %w", channel, err)
+	}
+	ready()
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, listenerPingEvery)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			// pgconn keeps the connection after a timeout (it closes it on
+			// any other error), so a ping tells whether it is still alive.
+			pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = conn.Ping(pingCtx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				return fmt.Errorf("oncebox: listener: ping: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("oncebox: listener: wait for a notification: %w", err)
+		default:
+			notify(n.Payload)
+		}
+	}
+}
+
+// defaultListener is the Listener the poller builds when Config.Listener is
+// nil: PgxListener over db's pool when db is watermill-sql's PgxBeginner
+// over a *pgxpool.Pool and the dialect can notify; nil (polling only)
+// otherwise.
+func defaultListener(db any, d dialects.Dialect) Listener {
+	if d.Notify("", "").SQL == "" {
+		return nil
+	}
+	var conn wsql.Conn
+	switch b := db.(type) {
+	case wsql.PgxBeginner:
+		conn = b.Conn
+	case *wsql.PgxBeginner:
+		conn = b.Conn
+	}
+	if pool, ok := conn.(*pgxpool.Pool); ok {
+		return PgxListener(pool)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package poller_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/poller"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+// wakeHooks records the poller's polls and its wake-ups.
+type wakeHooks struct {
+	hooks
+	mu    sync.Mutex
+	ups   int
+	downs []error
+	woken []string // "type→target", in order
+}
+
+func (h *wakeHooks) Woken(eventType string, target poller.WakeTarget) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.woken = append(h.woken, fmt.Sprintf("%s→%d", eventType, target))
+}
+
+func (h *wakeHooks) ListenerUp() {
+	h.mu.Lock()
+	h.ups++
+	h.mu.Unlock()
+}
+
+func (h *wakeHooks) ListenerDown(err error) {
+	h.mu.Lock()
+	h.downs = append(h.downs, err)
+	h.mu.Unlock()
+}
+
+func (h *wakeHooks) state() (ups, downs int, woken []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ups, len(h.downs), append([]string(nil), h.woken...)
+}
+
+func (h *wakeHooks) pollsOf(eventType string) int {
+	n := 0
+	for _, p := range h.Snapshot().Polls {
+		if p.EventType == eventType {
+			n++
+		}
+	}
+	return n
+}
+
+func woke(eventType string, target poller.WakeTarget) string {
+	return fmt.Sprintf("%s→%d", eventType, target)
+}
+
+// strictConfig is one configured type, no discovery, on b's fake clock.
+func (b *bundle) strictConfig(h poller.Hooks, types ...string) poller.Config {
+	cfg := b.config()
+	cfg.Oncebox.Outbox.Events = map[string]oncebox.EventSettings{}
+	for _, t := range types {
+		cfg.Oncebox.Outbox.Events[t] = oncebox.EventSettings{}
+	}
+	cfg.Oncebox.Outbox.StrictEventTypes = true
+	cfg.Hooks = h
+	return cfg
+}
+
+// settled waits until the listener is up, eventType's loop made its first
+// poll and every loop sleeps on the fake clock (waiters of them), which
+// from then on is never advanced.
+func settled(t *testing.T, b *bundle, h *wakeHooks, eventType string, waiters int) {
+	t.Helper()
+	eventually(t, "listener up and first poll done", func() bool {
+		ups, _, _ := h.state()
+		return ups == 1 && h.pollsOf(eventType) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, waiters))
+}
+
+// An event committed while its loop sleeps is relayed at once: the fake
+// clock never moves, so without the wake-up it would never be sent.
+func TestWakeOnCommitRelaysWhileTheLoopSleeps(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	p, err := poller.New(b.schema.Beginner, rec, nil, b.strictConfig(h, "order-created"))
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3) // the loop, recovery, clean-up
+
+	ids := b.publish(t, b.clock, "order-created", 1)
+	eventually(t, "the event is relayed without the clock moving", func() bool { return rec.deliveries()[ids[0]] == 1 })
+	_, _, woken := h.state()
+	require.Equal(t, []string{woke("order-created", poller.WokeLoop)}, woken)
+}
+
+// A type nobody configured wakes the discovery, which starts its loop at
+// once.
+func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	cfg := b.config("order-created")
+	cfg.Hooks = h
+	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "listener up, first polls done", func() bool {
+		ups, _, _ := h.state()
+		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
+
+	ids := b.publish(t, b.clock, "invoice-paid", 2)
+	eventually(t, "the discovered type is relayed without the clock moving", func() bool {
+		d := rec.deliveries()
+		return d[ids[0]] == 1 && d[ids[1]] == 1
+	})
+	_, _, woken := h.state()
+	require.Equal(t, woke("invoice-paid", poller.WokeDiscovery), woken[0])
+}
+
+// A rolled-back transaction sends no notification, and the event of a
+// transaction whose notification the limiter skipped (one went out just
+// before, in the transaction that rolled back) waits for the loop's next
+// poll at its current delay: the bound stated in docs/design.md.
+func TestRolledBackNotificationWakesNothingAndTheSkippedOneWaitsOneDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	p, err := poller.New(b.schema.Beginner, rec, nil, b.strictConfig(h, "order-created"))
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3)
+	ctx := context.Background()
+
+	// A: notifies (the limiter's first), then rolls back.
+	tx, err := b.schema.Pool.Begin(ctx)
+	require.NoError(t, err)
+	pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: b.schema.Dialect, Clock: b.clock}, nil)
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), []byte(`{}`))))
+	require.NoError(t, tx.Rollback(ctx))
+	// B: same type, same instant on the publisher's clock: skipped; commits.
+	ids := b.publish(t, b.clock, "order-created", 1)
+	// C: another type (not polled here) is notified and commits last.
+	// Notifications arrive in commit order, so once C's is in, A's or B's
+	// would have been too.
+	b.publish(t, b.clock, "audit", 1)
+	eventually(t, "C's notification", func() bool {
+		_, _, woken := h.state()
+		return len(woken) > 0
+	})
+	_, _, woken := h.state()
+	require.Equal(t, []string{woke("audit", poller.WokeNothing)}, woken, "a rolled-back transaction notifies nobody")
+	require.Empty(t, rec.deliveries())
+
+	// The loop's next poll, at its current delay (250ms after its first,
+	// empty, poll), sends B's event.
+	polls := h.Snapshot().Polls
+	require.Equal(t, 250*time.Millisecond, polls[len(polls)-1].NextDelay)
+	b.clock.Advance(250 * time.Millisecond)
+	eventually(t, "B's event at the next poll", func() bool { return rec.deliveries()[ids[0]] == 1 })
+}
+
+// gatedListener is the pgx listener whose sessions after the first wait for
+// the test to open the gate.
+type gatedListener struct {
+	poller.Listener
+	mu       sync.Mutex
+	sessions int
+	gate     chan struct{}
+}
+
+func (g *gatedListener) Listen(ctx context.Context, channel string, ready func(), notify func(string)) error {
+	g.mu.Lock()
+	g.sessions++
+	n := g.sessions
+	g.mu.Unlock()
+	if n > 1 {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	return g.Listener.Listen(ctx, channel, ready, notify)
+}
+
+// A listener connection killed by pg_terminate_backend: polling goes on at
+// its pace, the listener comes back and wake-ups work again; no event is
+// lost or sent twice.
+func TestListenerReconnectsAfterTerminateBackend(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	cfg := b.strictConfig(h, "order-created")
+	gl := &gatedListener{Listener: poller.PgxListener(b.schema.Pool), gate: make(chan struct{})}
+	cfg.Listener = gl
+	cfg.ListenerBackoff = poller.Schedule{Min: time.Millisecond, Max: time.Millisecond, Multiplier: 1}
+	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3)
+	ctx := context.Background()
+
+	channel := dialects.NotifyChannel(b.schema.Dialect.Tables())
+	var killed bool
+	require.NoError(t, b.schema.Pool.QueryRow(ctx,
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN "`+channel+`"'`).Scan(&killed))
+	require.True(t, killed)
+	eventually(t, "the listener notices", func() bool { _, downs, _ := h.state(); return downs == 1 })
+
+	// While it is down, polling goes on at its pace.
+	first := b.publish(t, b.clock, "order-created", 1)
+	stepUntil(t, b.clock, 3, 250*time.Millisecond, time.Minute, func() bool { return rec.deliveries()[first[0]] == 1 })
+
+	// It comes back, and a commit wakes the loop again.
+	close(gl.gate)
+	eventually(t, "the listener is back", func() bool { ups, _, _ := h.state(); return ups == 2 })
+	second := b.publish(t, b.clock, "order-created", 1)
+	eventually(t, "woken again", func() bool { return rec.deliveries()[second[0]] == 1 })
+	_, _, woken := h.state()
+	require.Contains(t, woken, woke("order-created", poller.WokeLoop))
+	require.Equal(t, map[string]int{first[0]: 1, second[0]: 1}, rec.deliveries())
+	require.Zero(t, b.status(t, "PENDING"))
+}
+
+// Two services on one database, in different schemas, listen on different
+// channels: neither is woken by the other's commits.
+func TestTwoServicesDoNotWakeEachOther(t *testing.T) {
+	t.Parallel()
+	a, c := setup(t), setup(t)
+	ha, hc := &wakeHooks{}, &wakeHooks{}
+	pa, err := poller.New(a.schema.Beginner, newRecorder(), nil, a.strictConfig(ha, "order-created"))
+	require.NoError(t, err)
+	pc, err := poller.New(c.schema.Beginner, newRecorder(), nil, c.strictConfig(hc, "order-created"))
+	require.NoError(t, err)
+	start(t, pa)
+	start(t, pc)
+	settled(t, a, ha, "order-created", 3)
+	settled(t, c, hc, "order-created", 3)
+
+	// c's commit first (a type neither polls: the hooks still see it), then
+	// a's: a receives notifications in commit order, so had it received
+	// c's, it would be before its own.
+	c.publish(t, c.clock, "c-only", 1)
+	eventually(t, "c woken", func() bool { _, _, w := hc.state(); return len(w) == 1 })
+	a.publish(t, a.clock, "order-created", 1)
+	eventually(t, "a woken by its own commit", func() bool {
+		_, _, w := ha.state()
+		return len(w) > 0 && w[len(w)-1] == woke("order-created", poller.WokeLoop)
+	})
+	_, _, wa := ha.state()
+	_, _, wc := hc.state()
+	require.Equal(t, []string{woke("order-created", poller.WokeLoop)}, wa)
+	require.Equal(t, []string{woke("c-only", poller.WokeNothing)}, wc)
+	require.NotEqual(t, dialects.NotifyChannel(a.schema.Dialect.Tables()), dialects.NotifyChannel(c.schema.Dialect.Tables()))
+}
+
+// A pool that is not pgx (database/sql) gets no listener: polling only.
+func TestNoListenerOverDatabaseSQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	p, err := poller.New(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), rec, nil, b.strictConfig(h, "order-created"))
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "first poll", func() bool { return h.pollsOf("order-created") == 1 })
+	ids := b.publish(t, b.clock, "order-created", 1)
+	stepUntil(t, b.clock, 3, 250*time.Millisecond, time.Minute, func() bool { return rec.deliveries()[ids[0]] == 1 })
+	ups, _, woken := h.state()
+	require.Zero(t, ups)
+	require.Empty(t, woken)
+}
