@@ -84,10 +84,14 @@ func (c *claims) holding() bool {
 // so an idle poller has as many timers as before.
 func (p *Poller) keepLoop(jobs, beats context.Context) {
 	var (
-		idle  = p.config.Recovery.Strategy()
-		delay = idle.Next(false) // the first run after Recovery.Min, as before
-		fast  bool               // holding claims, or a row IN_PROCESS was seen
-		beat  bool               // a heartbeat row was written
+		idle = p.config.Recovery.Strategy()
+		// The first run one heartbeat after the start, not after
+		// Recovery.Min: an instance started to replace a dead one finds
+		// the dead one's claims in flight and watches them, so they are
+		// recovered within the heartbeat timeout. One statement a start.
+		delay = p.config.Heartbeat
+		fast  bool // holding claims, or a row IN_PROCESS was seen
+		beat  bool // a heartbeat row was written
 	)
 	for {
 		if !p.keepSleep(beats, jobs, &delay, &fast) {

@@ -57,10 +57,11 @@ func (p *Poller) dlqLoop(ctx context.Context) {
 
 // cleanUpLoop deletes PROCESSED rows older than the ttl, in batches, on one
 // instance at a time: the lease "outbox-clean-up" in the jobs table. Under
-// the same lease it deletes the heartbeats of instances gone without Close
-// (one statement a run; the table holds a handful of rows): a heartbeat
-// older than max-batch-processing-time changes no recovery, since the
-// claims of its instance are recoverable by that bound anyway.
+// the same lease, after a run that deleted rows, it deletes the heartbeats
+// of instances gone without Close (one statement; the table holds a
+// handful of rows): a heartbeat older than max-batch-processing-time
+// changes no recovery, since the claims of its instance are recoverable by
+// that bound anyway.
 func (p *Poller) cleanUpLoop(ctx context.Context) {
 	cfg := p.config.Oncebox.Outbox.CleanUp
 	p.runJob(ctx, JobOutboxCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
@@ -71,7 +72,11 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 				rows, err = dbexec.RepeatExec(ctx, p.db, p.d, cfg.BatchSize, func() dialects.Query {
 					return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
 				})
-				if err != nil {
+				if err != nil || rows == 0 {
+					// Only after traffic: an instance writes a heartbeat
+					// only while it holds claims, and the rows it sent are
+					// deleted here once their ttl is past, so an idle
+					// outbox pays nothing for this.
 					return err
 				}
 				gone := p.config.Clock.Now().UTC().Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime)
