@@ -198,6 +198,31 @@ type Dialect interface {
 	// (PostgreSQL's pg_notify; see NotifyChannel). A zero Query (empty SQL)
 	// means the database cannot: MySQL/MariaDB and Oracle relays poll only.
 	Notify(channel, payload string) Query
+
+	// Heartbeats and the recovery of a dead instance's claims (migration
+	// 3; see docs/design.md, "Recovery").
+
+	// InstanceHeartbeat records that instance is alive at at: its row in
+	// the instances table, inserted or updated.
+	InstanceHeartbeat(instance string, at time.Time) Query
+	// InstanceEnd deletes the heartbeat row of instance (at Close).
+	InstanceEnd(instance string) Query
+	// InstancesDeleteBefore deletes the heartbeat rows older than cutoff:
+	// instances gone without Close.
+	InstancesDeleteBefore(cutoff time.Time) Query
+	// EventsRecoverStale returns up to p.Limit IN_PROCESS rows to PENDING
+	// without counting an attempt: those claimed before p.ClaimedBefore
+	// (max-batch-processing-time, whoever holds them), and those claimed
+	// before p.StaleBefore by an instance whose heartbeat is older than
+	// p.StaleBefore or missing. Claims without claimed_by (taken before
+	// migration 3) only go by the first bound.
+	EventsRecoverStale(p RecoverParams) Query
+	// RecoverStale runs EventsRecoverStale and reports the rows it
+	// recovered and whether any row was IN_PROCESS (someone's claim is in
+	// flight, so the caller keeps watching): one statement on PostgreSQL;
+	// on MySQL and Oracle a plain-read probe, then the update only when a
+	// row is IN_PROCESS.
+	RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (recovered int, inProcess bool, err error)
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be
@@ -213,6 +238,9 @@ type Tables struct {
 	Jobs string
 	// Migrations is the table of applied migrations, "oncebox_migrations".
 	Migrations string
+	// Instances is the table of the relay instances' heartbeats,
+	// "outbox_instances" (migration 3).
+	Instances string
 	// Prefix is the table prefix alone, for index and constraint names.
 	Prefix string
 }
@@ -245,6 +273,7 @@ func NewTables(cfg oncebox.TablesConfig) (Tables, error) {
 		Inbox:      q("inbox_events"),
 		Jobs:       q("outbox_jobs"),
 		Migrations: q("oncebox_migrations"),
+		Instances:  q("outbox_instances"),
 		Prefix:     cfg.Prefix,
 	}, nil
 }

@@ -36,7 +36,7 @@ func TestTablesAreQualifiedAndValidated(t *testing.T) {
 	require.Equal(t, dialects.Tables{
 		Events: "svc.billing_outbox_events", DLQ: "svc.billing_outbox_dlq_events",
 		Inbox: "svc.billing_inbox_events", Jobs: "svc.billing_outbox_jobs",
-		Migrations: "svc.billing_oncebox_migrations", Prefix: "billing_",
+		Migrations: "svc.billing_oncebox_migrations", Instances: "svc.billing_outbox_instances", Prefix: "billing_",
 	}, tb)
 
 	for _, bad := range []oncebox.TablesConfig{
@@ -101,7 +101,7 @@ func TestPostgreSQLRelayGolden(t *testing.T) {
 	require.NoError(t, err)
 	var b strings.Builder
 	for _, c := range []namedQuery{
-		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt})},
+		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt, Instance: "host-1"})},
 		{"EventsDueTypes (discovery)", d.EventsDueTypes(goldenAt, 100)},
 	} {
 		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)

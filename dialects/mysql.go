@@ -84,7 +84,29 @@ func (d *MySQL) EncodeID(id oncebox.EventID) any {
 
 // Migrations implements Dialect.
 func (d *MySQL) Migrations() ([]Migration, error) {
-	return renderMigrations("migrations/mysql", d.tables)
+	return renderMigrationsWith("migrations/mysql", d.templateData(), splitStatements)
+}
+
+// mysqlTemplateData is what the MySQL migrations are rendered with: the
+// tables, and what migration 3 needs to look a column up in
+// information_schema (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
+type mysqlTemplateData struct {
+	Tables
+	// SchemaExpr is the tables' database as SQL: a quoted name, or
+	// DATABASE() when the DSN's database holds them.
+	SchemaExpr string
+	// EventsTable is the outbox table's name without the database.
+	EventsTable string
+}
+
+func (d *MySQL) templateData() mysqlTemplateData {
+	// Both come from validated identifiers (letters, digits, underscores),
+	// so quoting them as literals is safe.
+	schema := "DATABASE()"
+	if d.schema != "" {
+		schema = "'" + d.schema + "'"
+	}
+	return mysqlTemplateData{Tables: d.tables, SchemaExpr: schema, EventsTable: d.tables.Prefix + "outbox_events"}
 }
 
 // MigrationLock implements Dialect with a named session lock: GET_LOCK

@@ -40,13 +40,13 @@ func (d *MySQL) EventsClaimSelect(p ClaimParams) Query {
 }
 
 // EventsClaimUpdate is the second statement of Claim: flip the locked rows
-// to IN_PROCESS with the claim's token.
+// to IN_PROCESS with the claim's token and instance (claimed_by).
 func (d *MySQL) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 	now := mysqlTime(p.Now)
 	return Query{
-		SQL: "UPDATE " + d.tables.Events + ` SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, updated_at = ?
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, claimed_by = ?, updated_at = ?
  WHERE id IN ` + inList(len(ids)),
-		Args: append([]any{d.EncodeID(p.Token), now, now}, d.ids(ids)...),
+		Args: append([]any{d.EncodeID(p.Token), now, nullable(p.Instance), now}, d.ids(ids)...),
 	}
 }
 

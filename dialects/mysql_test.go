@@ -125,7 +125,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	id1, id2, token := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0xee}
 	ids := []oncebox.EventID{id1, id2}
-	p := dialects.ClaimParams{EventType: "order-created", Limit: 200, Token: token, Now: at}
+	p := dialects.ClaimParams{EventType: "order-created", Limit: 200, Token: token, Now: at, Instance: "host-1"}
 	failed := []dialects.FailedEvent{
 		{ID: id1, Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: at.Add(time.Second), Error: "boom"},
 		{ID: id2, Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "gone"},

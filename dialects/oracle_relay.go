@@ -43,11 +43,12 @@ func (d *Oracle) EventsFailedProbe() Query {
 }
 
 // EventsClaimUpdate flips the rows the claim's cursor locked to IN_PROCESS
-// with the claim's token.
+// with the claim's token and instance (claimed_by).
 func (d *Oracle) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("UPDATE " + d.tables.Events + " SET status = 'IN_PROCESS', claim_token = " +
-		b.p(d.EncodeID(p.Token)) + ", claimed_at = " + b.t(p.Now) + ", updated_at = " + b.t(p.Now) +
+		b.p(d.EncodeID(p.Token)) + ", claimed_at = " + b.t(p.Now) + ", claimed_by = " + b.p(nullable(p.Instance)) +
+		", updated_at = " + b.t(p.Now) +
 		"\n WHERE " + b.idIn("id", ids, d))
 }
 

@@ -63,9 +63,9 @@ func TestOracleMigrationsGolden(t *testing.T) {
 	d := newOracle(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
 	ms, err := d.Migrations()
 	require.NoError(t, err)
-	require.Len(t, ms, 2)
+	require.Len(t, ms, 3)
 	var b strings.Builder
-	creates, drops := 0, 0
+	creates, drops, alters := 0, 0, 0
 	for k, m := range ms {
 		require.Equal(t, k+1, m.Version)
 		for i, s := range m.Statements {
@@ -74,18 +74,23 @@ func TestOracleMigrationsGolden(t *testing.T) {
 			require.True(t, strings.HasSuffix(s, "END;"), "statement %d keeps the END; a block needs", i)
 			require.NotContains(t, s, "\n/", "the / separators are not sent")
 			require.Equal(t, 1, strings.Count(s, "EXECUTE IMMEDIATE"), "one DDL per block")
-			if strings.Contains(s, "DROP INDEX") {
+			switch {
+			case strings.Contains(s, "DROP INDEX"):
 				require.Contains(t, s, "SQLCODE != -1418", "statement %d is re-runnable: an index already gone is fine", i)
 				drops++
-			} else {
+			case strings.Contains(s, "ALTER TABLE"):
+				require.Contains(t, s, "SQLCODE != -1430", "statement %d is re-runnable: a column already added is fine", i)
+				alters++
+			default:
 				require.Contains(t, s, "SQLCODE NOT IN (-955, -1408)", "statement %d is re-runnable", i)
 				creates++
 			}
 			fmt.Fprintf(&b, "-- %s #%02d\n%s\n/\n\n", m.Name, i, s)
 		}
 	}
-	require.Equal(t, 13, creates, "4 tables, 8 indexes; migration 2: the claim index with id")
+	require.Equal(t, 14, creates, "4 tables, 8 indexes; migration 2: the claim index with id; migration 3: the instances table")
 	require.Equal(t, 1, drops, "migration 2 drops the claim index without id")
+	require.Equal(t, 1, alters, "migration 3 adds claimed_by")
 	golden(t, "oracle_migrations.sql", b.String())
 }
 
@@ -121,7 +126,7 @@ func TestOracleEventsInsert(t *testing.T) {
 func oracleStatements(d *dialects.Oracle) []namedQuery {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	id1, id2, tok := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0x0f}
-	claim := dialects.ClaimParams{EventType: "order-created", Limit: 100, Token: tok, Now: at}
+	claim := dialects.ClaimParams{EventType: "order-created", Limit: 100, Token: tok, Now: at, Instance: "host-1"}
 	lease := dialects.Lease{Name: "outbox-clean-up", Owner: "host-1", LockedAt: at, Until: at.Add(time.Minute)}
 	tr := dialects.EventRow{ID: id1, EventType: "order-created", Topic: "orders", Key: "k",
 		MessageUUID: "m1", Payload: []byte("p"), Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at.Add(-time.Hour)}
@@ -172,6 +177,12 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 		{"TransferDLQToOutbox 3/4: DLQTransferInsert (when not re-armed)", d.DLQTransferInsert(tr, at)},
 		{"TransferDLQToOutbox 4/4: DLQTransferDelete", d.DLQTransferDelete([]oncebox.EventID{id1, id2})},
 		{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+		// Heartbeats (migration 3).
+		{"InstanceHeartbeat", d.InstanceHeartbeat("host-1", at)},
+		{"InstanceEnd", d.InstanceEnd("host-1")},
+		{"InstancesDeleteBefore", d.InstancesDeleteBefore(at.Add(-5 * time.Minute))},
+		{"RecoverStale probe: EventsInProcessProbe (plain read, idle runs end here)", d.EventsInProcessProbe()},
+		{"RecoverStale: EventsRecoverStale", d.EventsRecoverStale(heartbeatRecoverParams)},
 	}...)
 }
 

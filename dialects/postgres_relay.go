@@ -10,7 +10,8 @@ import (
 // ClaimedEvent.ScanTargets.
 // EventsClaim implements Dialect: one statement that locks up to Limit due
 // PENDING rows of the type, skipping rows other claimers hold, and flips them
-// to IN_PROCESS with a new claim token. Run outside a transaction, it commits
+// to IN_PROCESS with a new claim token and the claiming instance
+// (claimed_by). Run outside a transaction, it commits
 // before anything is sent.
 //
 // Locks: FOR UPDATE SKIP LOCKED takes row locks on the selected rows only and
@@ -29,11 +30,11 @@ func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
        FOR UPDATE SKIP LOCKED
 )
 UPDATE ` + d.tables.Events + ` e
-   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, updated_at = $2
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
   FROM due
  WHERE e.id = due.id
 RETURNING e.` + claimReturningQualified,
-		Args: []any{p.EventType, p.Now, p.Limit, d.EncodeID(p.Token)},
+		Args: []any{p.EventType, p.Now, p.Limit, d.EncodeID(p.Token), nullable(p.Instance)},
 	}
 }
 

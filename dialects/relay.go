@@ -19,6 +19,11 @@ type ClaimParams struct {
 	Token oncebox.EventID
 	// Now is the claim time: rows whose next_retry_at is after it wait.
 	Now time.Time
+	// Instance is the claiming instance, stored as claimed_by so that the
+	// recovery can tell a dead instance's claims by its heartbeat; ""
+	// stores NULL (such claims are recovered after
+	// max-batch-processing-time only).
+	Instance string
 }
 
 // ClaimedEvent is a row returned by a claim, with what the relay needs to
@@ -83,4 +88,20 @@ type DLQRow struct {
 	// FailedAt is the time of this failure: first_failed_at of a new row,
 	// last_failed_at always.
 	FailedAt time.Time
+}
+
+// RecoverParams are the bounds of a recovery (EventsRecoverStale).
+type RecoverParams struct {
+	// Now is the recovery's time, written to updated_at.
+	Now time.Time
+	// ClaimedBefore is now minus max-batch-processing-time: rows claimed
+	// before it are recovered whoever holds them, a live instance that is
+	// merely slow included.
+	ClaimedBefore time.Time
+	// StaleBefore is now minus the heartbeat timeout: rows claimed before
+	// it by an instance whose heartbeat is older than it, or missing, are
+	// recovered. It is after ClaimedBefore.
+	StaleBefore time.Time
+	// Limit bounds the rows of one statement.
+	Limit int
 }

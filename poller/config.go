@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
@@ -68,11 +70,30 @@ type Config struct {
 	// 1s, max 30s, ×2 (Max bounds how late a type notices that the broker
 	// is back).
 	OutageBackoff Schedule
-	// Recovery paces the stuck recovery. Default: min
+	// Recovery paces the recovery while this instance holds no claims and
+	// its last run saw no row IN_PROCESS. Default: min
 	// max-batch-processing-time/5, max max-batch-processing-time, ×2: a
 	// stuck row is sent again at most two max-batch-processing-times after
-	// its claim.
+	// its claim. Otherwise the recovery runs every Heartbeat.
 	Recovery Schedule
+	// Heartbeat is how often an instance that holds claims (batches in
+	// flight for longer than this) writes its heartbeat, and how often an
+	// instance that holds claims, or whose last recovery run saw a row
+	// IN_PROCESS, runs the recovery. An instance that holds no claims
+	// writes nothing. Default 3s, or HeartbeatTimeout/4 when that is
+	// shorter.
+	Heartbeat time.Duration
+	// HeartbeatTimeout is how old the heartbeat of the instance holding a
+	// claim may be before the recovery returns the claim to PENDING: a dead
+	// instance's batches are sent again between HeartbeatTimeout and
+	// HeartbeatTimeout + Heartbeat after its last heartbeat (12s to 15s by
+	// default), instead of after max-batch-processing-time. A live
+	// instance's claims are still recovered after
+	// max-batch-processing-time. At least twice Heartbeat; instances'
+	// clocks must agree within HeartbeatTimeout − Heartbeat, or a live
+	// instance's claim may be sent twice (never lost). Default 12s, or
+	// max-batch-processing-time when that is shorter.
+	HeartbeatTimeout time.Duration
 	// DLQTransfer paces the DLQ transfer, which a poll that marks a row
 	// FAILED also wakes at once. Default: min 10s, max 1h, ×2.
 	DLQTransfer Schedule
@@ -119,6 +140,17 @@ type Config struct {
 	// min 100ms, max 30s, ×2.
 	ListenerBackoff Schedule
 }
+
+// The defaults of the heartbeat: a dead instance's claims are recovered
+// 12s to 15s after its last heartbeat.
+const (
+	defaultHeartbeat        = 3 * time.Second
+	defaultHeartbeatTimeout = 12 * time.Second
+)
+
+// maxInstanceIDLength is the width of claimed_by and of the instances
+// table's key, in bytes.
+const maxInstanceIDLength = 255
 
 // Schedule is the adaptive pace of a background job: after a run that found
 // work it waits Min, otherwise its delay grows by Multiplier up to Max.
@@ -206,6 +238,12 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	mbpt := c.Oncebox.Outbox.MaxBatchProcessingTime
 	c.OutageBackoff = c.OutageBackoff.WithDefaults(Schedule{Min: time.Second, Max: 30 * time.Second, Multiplier: 2})
 	c.Recovery = c.Recovery.WithDefaults(Schedule{Min: mbpt / 5, Max: mbpt, Multiplier: 2})
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = min(defaultHeartbeatTimeout, mbpt)
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = min(defaultHeartbeat, c.HeartbeatTimeout/4)
+	}
 	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.DLQRetry = c.DLQRetry.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.CleanUp = c.CleanUp.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
@@ -231,6 +269,19 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	if c.JobBatchSize < 0 || c.JobBatchSize > oncebox.MaxBatchSize {
 		errs = append(errs, fmt.Errorf("%w: poller: JobBatchSize must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, oncebox.MaxBatchSize, c.JobBatchSize))
+	}
+	if c.Heartbeat <= 0 {
+		errs = append(errs, fmt.Errorf("%w: poller: Heartbeat must be > 0, got %s", oncebox.ErrInvalidConfig, c.Heartbeat))
+	}
+	if c.HeartbeatTimeout < 2*c.Heartbeat {
+		errs = append(errs, fmt.Errorf("%w: poller: HeartbeatTimeout must be at least twice Heartbeat (%s), got %s",
+			oncebox.ErrInvalidConfig, c.Heartbeat, c.HeartbeatTimeout))
+	}
+	if len(c.InstanceID) > maxInstanceIDLength || !utf8.ValidString(c.InstanceID) || strings.ContainsRune(c.InstanceID, 0) {
+		// It is stored in claimed_by and the instances table: an id the
+		// database refuses would fail every claim.
+		errs = append(errs, fmt.Errorf("%w: poller: InstanceID must be valid UTF-8 without NUL, at most %d bytes, got %d bytes",
+			oncebox.ErrInvalidConfig, maxInstanceIDLength, len(c.InstanceID)))
 	}
 	if c.CleanUpLease < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: CleanUpLease must be > 0, got %s", oncebox.ErrInvalidConfig, c.CleanUpLease))

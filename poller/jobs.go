@@ -25,30 +25,24 @@ func (p *Poller) runJob(ctx context.Context, name string, sched Schedule, wake <
 		})
 		return r
 	}, func(r pacing.JobResult, took, next time.Duration) {
-		if r.Err != nil && ctx.Err() == nil {
-			p.logger.Error("Job failed", r.Err, watermill.LogFields{"job": name, "next_delay": next})
-		}
-		if r.Rows > 0 {
-			p.logger.Info("Job done", watermill.LogFields{"job": name, "rows": r.Rows})
-		}
-		p.config.Hooks.JobDone(JobInfo{Job: name, Skipped: r.Skipped, Rows: r.Rows, Duration: took, NextDelay: next, Err: r.Err})
+		p.jobDone(ctx, name, r, took, next)
 	})
 }
 
-// recoveryLoop returns rows stuck IN_PROCESS for longer than
-// max-batch-processing-time to PENDING, without counting an attempt: the
-// instance that claimed them died or hung, and the events never had a chance
-// to fail.
-func (p *Poller) recoveryLoop(ctx context.Context) {
-	limit := p.config.JobBatchSize
-	p.runJob(ctx, JobRecovery, p.config.Recovery, nil, func(ctx context.Context) (int, bool, error) {
-		n, err := dbexec.RepeatExec(ctx, p.db, p.d, limit, func() dialects.Query {
-			now := p.config.Clock.Now().UTC()
-			return p.d.EventsRecover(now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime), now, limit)
-		})
-		return n, false, err
-	})
+// jobDone reports one run of a job to the logger and the hooks.
+func (p *Poller) jobDone(ctx context.Context, name string, r pacing.JobResult, took, next time.Duration) {
+	if r.Err != nil && ctx.Err() == nil {
+		p.logger.Error("Job failed", r.Err, watermill.LogFields{"job": name, "next_delay": next})
+	}
+	if r.Rows > 0 {
+		p.logger.Info("Job done", watermill.LogFields{"job": name, "rows": r.Rows})
+	}
+	p.config.Hooks.JobDone(JobInfo{Job: name, Skipped: r.Skipped, Rows: r.Rows, Duration: took, NextDelay: next, Err: r.Err})
 }
+
+// The recovery (rows of a dead or hung instance back to PENDING without
+// counting an attempt: the events never had a chance to fail) runs in
+// keepLoop, with the heartbeat: heartbeat.go.
 
 // dlqLoop moves FAILED rows to the DLQ table.
 func (p *Poller) dlqLoop(ctx context.Context) {
@@ -62,10 +56,35 @@ func (p *Poller) dlqLoop(ctx context.Context) {
 }
 
 // cleanUpLoop deletes PROCESSED rows older than the ttl, in batches, on one
-// instance at a time: the lease "outbox-clean-up" in the jobs table.
+// instance at a time: the lease "outbox-clean-up" in the jobs table. Under
+// the same lease, after a run that deleted rows, it deletes the heartbeats
+// of instances gone without Close (one statement; the table holds a
+// handful of rows): a heartbeat older than max-batch-processing-time
+// changes no recovery, since the claims of its instance are recoverable by
+// that bound anyway.
 func (p *Poller) cleanUpLoop(ctx context.Context) {
 	cfg := p.config.Oncebox.Outbox.CleanUp
-	p.leasedCleanUp(ctx, JobOutboxCleanUp, cfg, p.d.EventsDeleteProcessed)
+	p.runJob(ctx, JobOutboxCleanUp, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
+		rows := 0
+		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
+			func(ctx context.Context) error {
+				var err error
+				rows, err = dbexec.RepeatExec(ctx, p.db, p.d, cfg.BatchSize, func() dialects.Query {
+					return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				})
+				if err != nil || rows == 0 {
+					// Only after traffic: an instance writes a heartbeat
+					// only while it holds claims, and the rows it sent are
+					// deleted here once their ttl is past, so an idle
+					// outbox pays nothing for this.
+					return err
+				}
+				gone := p.config.Clock.Now().UTC().Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime)
+				_, err = p.d.Exec(ctx, p.db, p.d.InstancesDeleteBefore(gone))
+				return err
+			})
+		return rows, !ran && err == nil, err
+	})
 }
 
 // leasedCleanUp runs the clean-up job on the CleanUp schedule: rows older

@@ -41,6 +41,7 @@ type Poller struct {
 	closing chan struct{}   // closed by Close
 	done    chan struct{}   // closed when Run has returned
 	sendCtx context.Context // cancelled CloseTimeout after closing starts
+	claims  *claims         // batches in flight, for the heartbeat (heartbeat.go)
 
 	mu        sync.Mutex
 	started   bool
@@ -85,6 +86,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 		running: make(chan struct{}),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
+		claims:  newClaims(),
 	}
 	p.listener, p.wakes = p.wakeOnCommit(db, events)
 	return p, nil
@@ -153,7 +155,15 @@ func (p *Poller) Run(ctx context.Context) error {
 	if p.listener != nil {
 		goLoop(p.listenLoop)
 	}
-	goLoop(p.recoveryLoop)
+	// The heartbeat and the recovery (heartbeat.go) outlive the loops:
+	// batches still in flight while closing keep their heartbeat until
+	// they are finalized, so that no other instance resends them.
+	beatCtx, stopBeats := context.WithCancel(context.WithoutCancel(ctx))
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		p.keepLoop(loopCtx, beatCtx)
+	}()
 	goLoop(p.cleanUpLoop)
 	if p.config.Oncebox.Outbox.DLQ.Enabled {
 		goLoop(p.dlqLoop)
@@ -182,6 +192,8 @@ func (p *Poller) Run(ctx context.Context) error {
 		stopSends()
 		<-finished
 	}
+	stopBeats()
+	<-keeperDone
 	p.logger.Info("Poller stopped", nil)
 	return nil
 }
@@ -292,7 +304,8 @@ func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed 
 		// IN_PROCESS until the recovery, a needless delay.
 		claimCtx, cancel := p.finalizeCtx()
 		defer cancel()
-		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now})
+		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
+			Instance: p.config.InstanceID})
 		return err
 	})
 	if err != nil || len(events) == 0 {
@@ -321,6 +334,10 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: claim %q: %w", params.EventType, err)
 	}
+	if len(out) > 0 {
+		// Held until finalize: the heartbeat is written while it is.
+		p.claims.hold()
+	}
 	// RETURNING gives no order: send in next_retry_at order, then id order,
 	// which is creation order for events made by one instance.
 	sort.Slice(out, func(i, j int) bool {
@@ -337,6 +354,7 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 // attempt for the rest. Every statement matches the claim token. It returns
 // the error that made it release events, if any.
 func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable, err error) {
+	defer p.claims.release()
 	now := p.config.Clock.Now().UTC()
 	var confirmed, released []oncebox.EventID
 	var failed []dialects.FailedEvent

@@ -120,6 +120,33 @@ CREATE TABLE IF NOT EXISTS svc.p_outbox_jobs (
     PRIMARY KEY (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- 0003_heartbeats.sql #00
+SET @oncebox_ddl = (SELECT IF(COUNT(*) = 0,
+        'ALTER TABLE svc.p_outbox_events ADD COLUMN claimed_by VARCHAR(255) NULL',
+        'DO 0')
+      FROM information_schema.COLUMNS
+     WHERE TABLE_SCHEMA = 'svc' AND TABLE_NAME = 'p_outbox_events' AND COLUMN_NAME = 'claimed_by');
+
+-- 0003_heartbeats.sql #01
+PREPARE oncebox_ddl FROM @oncebox_ddl;
+
+-- 0003_heartbeats.sql #02
+EXECUTE oncebox_ddl;
+
+-- 0003_heartbeats.sql #03
+DEALLOCATE PREPARE oncebox_ddl;
+
+-- 0003_heartbeats.sql #04
+-- One row per instance that held claims for longer than a heartbeat
+-- interval. The recovery looks an instance up by its primary key and finds
+-- the stale claims through the (status, claimed_at) index, so claimed_by
+-- needs no index.
+CREATE TABLE IF NOT EXISTS svc.p_outbox_instances (
+    instance_id  VARCHAR(255) NOT NULL,
+    heartbeat_at DATETIME(6)  NOT NULL,
+    PRIMARY KEY (instance_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
 -- migrate
 DO RELEASE_LOCK(?);
 -- args: [oncebox-migrate-de8e1d6da168b80e]

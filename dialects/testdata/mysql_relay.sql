@@ -24,9 +24,9 @@ SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, n
 -- args: [order-created 2026-11-30 12:00:00 +0000 UTC 200]
 
 -- Claim: EventsClaimUpdate
-UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, updated_at = ?
+UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, claimed_by = ?, updated_at = ?
  WHERE id IN (?,?);
--- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
+-- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC host-1 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- MarkProcessed: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = ?

@@ -182,3 +182,24 @@ EXCEPTION
 END;
 /
 
+-- 0003_heartbeats.sql #00
+BEGIN
+  EXECUTE IMMEDIATE q'[ALTER TABLE svc.p_outbox_events ADD (claimed_by VARCHAR2(255 CHAR))]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE != -1430 THEN RAISE; END IF;
+END;
+/
+
+-- 0003_heartbeats.sql #01
+BEGIN
+  EXECUTE IMMEDIATE q'[CREATE TABLE svc.p_outbox_instances (
+    instance_id  VARCHAR2(255 CHAR) PRIMARY KEY,
+    heartbeat_at TIMESTAMP(6)       NOT NULL
+  )]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
+END;
+/
+

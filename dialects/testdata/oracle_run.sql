@@ -15,9 +15,9 @@ QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_co
    fetch row 1 of 3
    fetch row 2 of 3
    close cursor (2 of 3 rows fetched)
-EXEC UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), updated_at = SYS_EXTRACT_UTC(:3)
- WHERE id IN (:4, :5)
-   args: [0xFF000000000070000000000000000000, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000]
+EXEC UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), claimed_by = :3, updated_at = SYS_EXTRACT_UTC(:4)
+ WHERE id IN (:5, :6)
+   args: [0xFF000000000070000000000000000000, 2026-11-30T12:00:00Z, NULL, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000]
    -> 2 rows affected
 COMMIT
 ==> 2 claimed
@@ -48,9 +48,9 @@ QUERY SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_co
    fetch row 1 of 1
    fetch: no more rows
    close cursor (1 of 1 rows fetched)
-EXEC UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), updated_at = SYS_EXTRACT_UTC(:3)
- WHERE id IN (:4)
-   args: [0xFF000000000070000000000000000000, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000]
+EXEC UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), claimed_by = :3, updated_at = SYS_EXTRACT_UTC(:4)
+ WHERE id IN (:5)
+   args: [0xFF000000000070000000000000000000, 2026-11-30T12:00:00Z, NULL, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000]
    -> error: ORA-00054: resource busy
 ROLLBACK
 ==> error: ORA-00054: resource busy

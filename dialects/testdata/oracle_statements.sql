@@ -96,10 +96,10 @@ SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, n
 -- args: ["order-created", 2026-11-30T12:00:00Z]
 
 -- Claim 2/2: EventsClaimUpdate
-UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), updated_at = SYS_EXTRACT_UTC(:3)
- WHERE id IN (:4, :5)
+UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = SYS_EXTRACT_UTC(:2), claimed_by = :3, updated_at = SYS_EXTRACT_UTC(:4)
+ WHERE id IN (:5, :6)
 /
--- args: [0x0F000000000000000000000000000000, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x01000000000000000000000000000000, 0x02000000000000000000000000000000]
+-- args: [0x0F000000000000000000000000000000, 2026-11-30T12:00:00Z, "host-1", 2026-11-30T12:00:00Z, 0x01000000000000000000000000000000, 0x02000000000000000000000000000000]
 
 -- MarkProcessed 1/2: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
@@ -405,4 +405,45 @@ DELETE FROM outbox_dlq_events
                   WHERE status = 'RESOLVED' AND moved_at < SYS_EXTRACT_UTC(:2) AND updated_at < SYS_EXTRACT_UTC(:3) AND ROWNUM <= :4)
 /
 -- args: [2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 1000]
+
+-- InstanceHeartbeat
+MERGE INTO outbox_instances i
+USING (SELECT :1 AS instance_id, SYS_EXTRACT_UTC(:2) AS heartbeat_at FROM DUAL) s
+   ON (i.instance_id = s.instance_id)
+ WHEN MATCHED THEN UPDATE SET i.heartbeat_at = s.heartbeat_at
+ WHEN NOT MATCHED THEN INSERT (instance_id, heartbeat_at) VALUES (s.instance_id, s.heartbeat_at)
+/
+-- args: ["host-1", 2026-11-30T12:00:00Z]
+
+-- InstanceEnd
+DELETE FROM outbox_instances WHERE instance_id = :1
+/
+-- args: ["host-1"]
+
+-- InstancesDeleteBefore
+DELETE FROM outbox_instances WHERE heartbeat_at < SYS_EXTRACT_UTC(:1)
+/
+-- args: [2026-11-30T11:55:00Z]
+
+-- RecoverStale probe: EventsInProcessProbe (plain read, idle runs end here)
+SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS' AND ROWNUM = 1
+/
+-- args: []
+
+-- RecoverStale: EventsRecoverStale
+UPDATE outbox_events e SET e.status = 'PENDING', e.claim_token = NULL, e.claimed_at = NULL, e.claimed_by = NULL, e.updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE e.status = 'IN_PROCESS' AND e.claimed_at < SYS_EXTRACT_UTC(:2)
+   AND (e.claimed_at < SYS_EXTRACT_UTC(:3)
+        OR (e.claimed_by IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM outbox_instances i
+                             WHERE i.instance_id = e.claimed_by AND i.heartbeat_at >= SYS_EXTRACT_UTC(:4))))
+   AND e.ROWID IN (SELECT s.ROWID FROM outbox_events s
+ WHERE s.status = 'IN_PROCESS' AND s.claimed_at < SYS_EXTRACT_UTC(:5)
+   AND (s.claimed_at < SYS_EXTRACT_UTC(:6)
+        OR (s.claimed_by IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM outbox_instances i
+                             WHERE i.instance_id = s.claimed_by AND i.heartbeat_at >= SYS_EXTRACT_UTC(:7))))
+   AND ROWNUM <= :8)
+/
+-- args: [2026-11-30T12:00:00Z, 2026-11-30T11:59:48Z, 2026-11-30T11:55:00Z, 2026-11-30T11:59:48Z, 2026-11-30T11:59:48Z, 2026-11-30T11:55:00Z, 2026-11-30T11:59:48Z, 1000]
 

@@ -114,3 +114,18 @@ CREATE INDEX p_outbox_events_due_idx
 -- 0002_claim_order.sql #01
 DROP INDEX IF EXISTS svc.p_outbox_events_pending_idx;
 
+-- 0003_heartbeats.sql #00
+ALTER TABLE svc.p_outbox_events ADD COLUMN claimed_by varchar(255);
+
+-- 0003_heartbeats.sql #01
+-- One row per instance that held claims for longer than a heartbeat
+-- interval; deleted at Close, and by the clean-up when older than
+-- max-batch-processing-time. The recovery looks an instance up by its
+-- primary key; it finds the stale claims through the existing
+-- (claimed_at) WHERE status = 'IN_PROCESS' index, so no index on
+-- claimed_by is needed.
+CREATE TABLE svc.p_outbox_instances (
+    instance_id  varchar(255) PRIMARY KEY,
+    heartbeat_at timestamptz  NOT NULL
+);
+

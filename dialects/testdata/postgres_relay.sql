@@ -7,11 +7,11 @@ WITH due AS (
        FOR UPDATE SKIP LOCKED
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, updated_at = $2
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000]
+-- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsDueTypes (discovery)
 WITH RECURSIVE t(event_type, n) AS (

@@ -189,7 +189,7 @@ func (tg Target) NewEmpty(t testing.TB) *Env {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			for _, table := range []string{e.Tables.DLQ, e.Tables.Events, e.Tables.Inbox, e.Tables.Jobs, e.Tables.Migrations} {
+			for _, table := range []string{e.Tables.DLQ, e.Tables.Events, e.Tables.Inbox, e.Tables.Jobs, e.Tables.Instances, e.Tables.Migrations} {
 				_, err := db.ExecContext(ctx, "DROP TABLE "+table+" PURGE")
 				if err != nil && !strings.Contains(err.Error(), "ORA-00942") {
 					t.Errorf("drop table %s: %v", table, err)

@@ -1,0 +1,5 @@
+-- Nothing to do on MySQL/MariaDB: PostgreSQL's and Oracle's migration 2 put
+-- id into the claim index so that the claim reads rows in (next_retry_at,
+-- id) order without a sort; InnoDB already appends the primary key (id) to
+-- every secondary index, so (status, event_type, next_retry_at) gives that
+-- order. The file keeps the version numbers the same on every dialect.
