@@ -128,7 +128,7 @@ func latencyCases(e *env, d dialects.Dialect) []latencyCase {
 func measureLatency(ctx context.Context, e *env, c latencyCase, n int) ([]time.Duration, *pollHooks, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(n/latencyRate)*time.Second+90*time.Second)
 	defer cancel()
-	rec := &latencies{}
+	rec := newLatencies(n)
 	out := newSink(n, rec.record)
 	polls := &pollHooks{}
 	stop, err := c.start(ctx, out, polls)
@@ -137,7 +137,7 @@ func measureLatency(ctx context.Context, e *env, c latencyCase, n int) ([]time.D
 	}
 	err = produce(ctx, e.pool, n, c.write)
 	if err == nil {
-		err = out.wait(ctx, "events published")
+		err = rec.unique.wait(ctx, "events published")
 	}
 	if err := errors.Join(err, stop(), rec.err()); err != nil {
 		return nil, nil, err
@@ -178,10 +178,20 @@ func produce(ctx context.Context, pool *pgxpool.Pool, n int, write func(tx pgx.T
 
 // latencies collects, for each message a relay publishes, the time since
 // the producer stamped it. It is safe for concurrent use.
+// A message published again (at-least-once: the forwarder's subscriber
+// redelivers a batch whose ack was lost) counts once, at its first
+// publication; the others are counted as duplicates.
 type latencies struct {
-	mu       sync.Mutex
-	d        []time.Duration
-	firstErr error
+	mu         sync.Mutex
+	d          []time.Duration
+	seen       map[string]bool
+	duplicates int
+	unique     *countdown // reaches its target once every event was published
+	firstErr   error
+}
+
+func newLatencies(n int) *latencies {
+	return &latencies{seen: make(map[string]bool, n), unique: newCountdown(n)}
 }
 
 func (l *latencies) record(msg *message.Message) {
@@ -195,7 +205,13 @@ func (l *latencies) record(msg *message.Message) {
 		}
 		return
 	}
+	if l.seen[msg.UUID] {
+		l.duplicates++
+		return
+	}
+	l.seen[msg.UUID] = true
 	l.d = append(l.d, now.Sub(at))
+	l.unique.add(1)
 }
 
 func (l *latencies) err() error {
