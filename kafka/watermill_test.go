@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,3 +152,35 @@ func TestCheckWatermillPublisherConfig(t *testing.T) {
 type panicking struct{ kafkawm.DefaultMarshaler }
 
 func (panicking) Marshal(string, *message.Message) (*sarama.ProducerMessage, error) { panic("boom") }
+
+// The relay warns at start when watermill-kafka's publisher will drop the
+// events' keys (any marshaler but KeyMarshaler), and not otherwise.
+func TestRelayWarnsWhenWatermillKafkaPublisherDropsKeys(t *testing.T) {
+	t.Parallel()
+	_, addrs := newCluster(t, kfake.SeedTopics(1, "orders"))
+	s := pgtest.NewSchema(t)
+	for _, c := range []struct {
+		name      string
+		marshaler kafkawm.Marshaler
+		warns     bool
+	}{
+		{"default marshaler", nil, true},
+		{"partitioning marshaler", kafkawm.NewWithPartitioningMarshaler(func(string, *message.Message) (string, error) { return "", nil }), true},
+		{"KeyMarshaler", kafka.KeyMarshaler(), false},
+	} {
+		pub, err := kafkawm.NewPublisher(kafkawm.PublisherConfig{Brokers: addrs, Marshaler: c.marshaler,
+			OverwriteSaramaConfig: kafka.RecommendedSaramaConfig()}, watermill.NopLogger{})
+		require.NoError(t, err)
+		logger := watermill.NewCaptureLogger()
+		_, err = poller.New(s.Beginner, pub, logger, poller.Config{Dialect: s.Dialect})
+		require.NoError(t, err)
+		warned := false
+		for _, m := range logger.Captured()[watermill.InfoLogLevel] {
+			if strings.Contains(m.Msg, "without kafka.KeyMarshaler()") {
+				warned = true
+			}
+		}
+		require.Equal(t, c.warns, warned, c.name)
+		require.NoError(t, pub.Close())
+	}
+}

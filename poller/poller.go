@@ -89,6 +89,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.Logg
 		claims:  newClaims(),
 	}
 	p.listener, p.wakes = p.wakeOnCommit(db, events)
+	warnIfKeysDropped(publisherOut, p.logger)
 	return p, nil
 }
 
