@@ -233,29 +233,29 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // pollLoop is the loop of one event type: poll, then wait what the strategy
 // says, or, while the broker is unavailable, what the outage backoff says.
 // The first poll is immediate. A discovered type's loop (untilIdle) ends at
-// its first poll that claims nothing. A wake-up on commit (wake.go) ends a
-// wait at once, except during an outage, whose backoff it must not defeat.
+// its first poll that claims nothing.
+//
+// Pipelining: while a full batch is being sent and finalized (in a
+// goroutine, a flight), the next batch is claimed; its send starts only once
+// the flight has ended, so the broker sees one instance's events of a type
+// in claim order, and at most two batches of a type are held at once (the
+// one in flight and the one just claimed). A partial or empty batch ends the
+// overlap: its outcome sets the pace as before.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
 	wake := p.wakes.channel(ec.EventType)
-	var delay time.Duration
-	for {
-		w := wake
-		if out.down {
-			w = nil
-		}
-		ok, woken := sleepOrWake(ctx, p.config.Clock, delay, w)
-		if !ok {
-			return
-		}
-		if ok, wait := out.probe(ctx); !ok {
-			delay = wait
-			continue
-		}
-		claimed, busy, unavailable, err := p.pollOnce(ctx, ec)
-		delay = s.Next(busy)
-		if busy {
+	var (
+		delay  time.Duration
+		woken  bool
+		flight *flight // the batch being sent and finalized, if any
+	)
+	// settle waits for the flight and applies its outcome to the pace.
+	settle := func() {
+		r := flight.wait()
+		flight = nil
+		delay = s.Next(r.busy)
+		if r.busy {
 			// A full batch that was sent: more rows are probably waiting, so
 			// the next claim goes at once. The article's rule waits
 			// min-fixed-delay here, which caps a backlog's drain at
@@ -264,68 +264,151 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			// only (docs/configuration.md).
 			delay = 0
 		}
-		if woken {
-			// A follow-up poll min-fixed-delay after each wake-up: it finds
-			// the event of a transaction whose notification the publisher's
-			// limiter skipped because this one went out just before, and
-			// which committed after this poll's claim (publisher/notify.go).
-			delay = min(delay, ec.Polling.MinFixedDelay)
+		p.pollDone(ctx, ec, out, r, &delay, woken)
+		woken = false
+	}
+	defer func() {
+		if flight != nil {
+			settle()
 		}
-		switch {
-		case unavailable != nil && !errors.Is(unavailable, errClosing):
-			delay = max(delay, out.unavailable(claimed, unavailable))
-		case claimed > 0:
-			out.reached()
-		}
-		if err != nil && ctx.Err() == nil {
-			p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": delay})
-		}
-		p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: claimed, Full: claimed == ec.BatchSize,
-			NextDelay: delay, Err: err})
-		if untilIdle && claimed == 0 {
+	}()
+	for {
+		if flight == nil || !flight.full {
+			if flight != nil {
+				settle()
+			}
+			w := wake
+			if out.down {
+				w = nil
+			}
+			var ok bool
+			ok, woken = sleepOrWake(ctx, p.config.Clock, delay, w)
+			if !ok {
+				return
+			}
+			if ok, wait := out.probe(ctx); !ok {
+				delay = wait
+				continue
+			}
+		} else if ctx.Err() != nil {
 			return
 		}
+		b, err := p.claimBatch(ec)
+		if flight != nil {
+			// The batch before is sent and finalized before this one's send
+			// starts: claim order is send order.
+			settle()
+		}
+		if err != nil || len(b.events) == 0 {
+			delay = s.Next(false)
+			p.pollDone(ctx, ec, out, pollResult{err: err}, &delay, woken)
+			woken = false
+			if untilIdle {
+				return
+			}
+			continue
+		}
+		flight = p.fly(ec, b)
 	}
 }
 
-// pollOnce claims one batch, sends it and records the outcome. busy reports
-// a full batch that was sent, i.e. more rows are probably waiting;
-// unavailable, the error of a batch released because the broker could not
-// be reached (or the poller was closing).
-func (p *Poller) pollOnce(ctx context.Context, ec oncebox.EventConfig) (claimed int, busy bool, unavailable, err error) {
+// pollResult is the outcome of one poll.
+type pollResult struct {
+	claimed     int
+	busy        bool  // a full batch that was sent
+	unavailable error // why events were released, if any
+	err         error // a database error of the claim or the finalize
+}
+
+// pollDone applies a poll's outcome to the outage state and reports it.
+func (p *Poller) pollDone(ctx context.Context, ec oncebox.EventConfig, out *outage, r pollResult, delay *time.Duration, woken bool) {
+	if woken {
+		// A follow-up poll min-fixed-delay after each wake-up: it finds
+		// the event of a transaction whose notification the publisher's
+		// limiter skipped because this one went out just before, and
+		// which committed after this poll's claim (publisher/notify.go).
+		*delay = min(*delay, ec.Polling.MinFixedDelay)
+	}
+	switch {
+	case r.unavailable != nil && !errors.Is(r.unavailable, errClosing):
+		*delay = max(*delay, out.unavailable(r.claimed, r.unavailable))
+	case r.claimed > 0:
+		out.reached()
+	}
+	if r.err != nil && ctx.Err() == nil {
+		p.logger.Error("Poll failed", r.err, watermill.LogFields{"event_type": ec.EventType, "next_delay": *delay})
+	}
+	p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: r.claimed, Full: r.claimed == ec.BatchSize,
+		NextDelay: *delay, Err: r.err})
+}
+
+// batch is a claimed batch: its rows and the claim's token.
+type batch struct {
+	token  oncebox.EventID
+	events []dialects.ClaimedEvent
+}
+
+// claimBatch claims one batch of ec's type.
+func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	token, err := oncebox.NewEventID()
 	if err != nil {
-		return 0, false, nil, err
+		return batch{}, err
 	}
 	now := p.config.Clock.Now().UTC()
 	var events []dialects.ClaimedEvent
-	err = p.withConn(ctx, func() error {
-		// Once started, the claim is not cancelled by Close: a claim that
-		// committed but whose rows were never read would leave them
-		// IN_PROCESS until the recovery, a needless delay.
-		claimCtx, cancel := p.finalizeCtx()
-		defer cancel()
+	// Once started, the claim is not cancelled by Close: a claim that
+	// committed but whose rows were never read would leave them IN_PROCESS
+	// until the recovery, a needless delay. Its connection slot is waited
+	// for on the same bounded context.
+	claimCtx, cancel := p.finalizeCtx()
+	defer cancel()
+	err = p.withConn(claimCtx, func() error {
+		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
 			Instance: p.config.InstanceID})
 		return err
 	})
-	if err != nil || len(events) == 0 {
-		return 0, false, nil, err
-	}
-	// The claim is committed: from here on the rows are ours until they are
-	// finalized, released, or recovered after max-batch-processing-time.
-	results := p.send(p.sendCtx, events)
-	if p.sendCtx.Err() != nil {
-		// Closing cut the sends short: a result may be a cancellation, not a
-		// rejection. Count no attempt for anything not confirmed.
-		for i := range results {
-			if results[i].outcome == outcomeFailed {
+	return batch{token: token, events: events}, err
+}
+
+// flight is a claimed batch being sent and finalized.
+type flight struct {
+	full bool
+	done chan pollResult
+}
+
+func (f *flight) wait() pollResult { return <-f.done }
+
+// fly sends b and records the outcome in a goroutine of its own. The claim
+// is committed: from here on the rows are ours until they are finalized,
+// released, or recovered.
+func (p *Poller) fly(ec oncebox.EventConfig, b batch) *flight {
+	f := &flight{full: len(b.events) == ec.BatchSize, done: make(chan pollResult, 1)}
+	go func() {
+		var results []result
+		if p.sendCtx.Err() != nil {
+			// CloseTimeout passed while the batch before was being sent:
+			// this one is released unsent.
+			results = make([]result, len(b.events))
+			for i := range results {
 				results[i] = result{outcome: outcomeUnavailable, err: errClosing}
 			}
+		} else {
+			results = p.send(p.sendCtx, b.events)
 		}
-	}
-	unavailable, err = p.finalize(ec, token, events, results)
-	return len(events), len(events) == ec.BatchSize && unavailable == nil, unavailable, err
+		if p.sendCtx.Err() != nil {
+			// Closing cut the sends short: a result may be a cancellation,
+			// not a rejection. Count no attempt for anything not confirmed.
+			for i := range results {
+				if results[i].outcome == outcomeFailed {
+					results[i] = result{outcome: outcomeUnavailable, err: errClosing}
+				}
+			}
+		}
+		unavailable, err := p.finalize(ec, b.token, b.events, results)
+		f.done <- pollResult{claimed: len(b.events), busy: f.full && unavailable == nil, unavailable: unavailable, err: err}
+	}()
+	return f
 }
 
 // claim runs the dialect's claim outside any transaction: the statement

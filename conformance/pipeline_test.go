@@ -1,0 +1,101 @@
+package conformance_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/poller"
+)
+
+// gatedPublisher records the event ids it is given, in order, and holds
+// its first call until open is closed or the call's context ends (it
+// honours the context, as a publisher must for Close to cut it short).
+type gatedPublisher struct {
+	mu    sync.Mutex
+	order []string
+	calls int
+	open  chan struct{}
+}
+
+func (g *gatedPublisher) Publish(_ string, msgs ...*message.Message) error {
+	g.mu.Lock()
+	g.calls++
+	first := g.calls == 1
+	g.mu.Unlock()
+	if first {
+		select {
+		case <-g.open:
+		case <-msgs[0].Context().Done():
+			return msgs[0].Context().Err()
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range msgs {
+		g.order = append(g.order, m.Metadata.Get(oncebox.HeaderEventID))
+	}
+	return nil
+}
+
+func (g *gatedPublisher) Close() error { return nil }
+
+func (g *gatedPublisher) sent() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.order...)
+}
+
+// While a full batch is being sent, the next one is claimed (the claim of
+// batch k+1 overlaps the send of batch k), yet the broker sees the events of
+// the type in claim order, each once. Before the pipelining, the first
+// send held the loop and the second batch was never claimed meanwhile.
+func TestPipelineClaimsTheNextBatchWhileOneIsSent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ids := s.publish(t, s.clock, "order-created", 30)
+		pub := &gatedPublisher{open: make(chan struct{})}
+		cfg := s.pollerConfig("order-created")
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
+		s.startPoller(t, nil, pub, cfg)
+		eventually(t, "batch 2 claimed while batch 1 is being sent", func() bool { return s.status(t, "IN_PROCESS") == 20 })
+		require.Equal(t, 10, s.status(t, "PENDING"), "never more than two batches of a type held at once")
+		close(pub.open)
+		eventually(t, "every event sent", func() bool { return len(pub.sent()) == len(ids) })
+		eventually(t, "every event PROCESSED", func() bool { return s.status(t, "PROCESSED") == len(ids) })
+		want := make([]string, len(ids))
+		for i, id := range ids {
+			want[i] = id.String()
+		}
+		require.Equal(t, want, pub.sent(), "claim order is send order, each event once")
+	})
+}
+
+// Close with two batches held (one being sent, the next claimed) releases
+// both without counting an attempt once CloseTimeout cuts the send short.
+func TestCloseWithTwoBatchesInFlightReleasesBoth(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		s.publish(t, s.clock, "order-created", 20)
+		pub := &gatedPublisher{open: make(chan struct{})} // never opened: the first send hangs
+		defer close(pub.open)
+		cfg := s.pollerConfig("order-created")
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
+		cfg.CloseTimeout = 200 * time.Millisecond
+		p, err := poller.New(s.Beginner, pub, nil, cfg)
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- p.Run(context.Background()) }()
+		eventually(t, "two batches held", func() bool { return s.status(t, "IN_PROCESS") == 20 })
+		require.NoError(t, p.Close())
+		require.NoError(t, <-errc)
+		require.Equal(t, 20, s.Count(t, s.Tables.Events, "status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"),
+			"both batches released without an attempt")
+	})
+}
