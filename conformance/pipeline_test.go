@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,5 +98,44 @@ func TestCloseWithTwoBatchesInFlightReleasesBoth(t *testing.T) {
 		require.NoError(t, <-errc)
 		require.Equal(t, 20, s.Count(t, s.Tables.Events, "status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"),
 			"both batches released without an attempt")
+	})
+}
+
+// A crash between the claim of batch k+1 and the finalize of batch k (here
+// the finalize of the first batch is lost with the connection, while the
+// second was claimed during its send) loses nothing and counts no attempt:
+// the first batch's rows stay IN_PROCESS and are sent again after recovery;
+// the others are sent once.
+func TestPipelinedFinalizeLostWhileTheNextBatchIsClaimed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ids := s.publish(t, s.clock, "order-created", 30)
+		db := &faultyDB{Beginner: s.Beginner, match: func(q string) bool {
+			q = strings.TrimSpace(q)
+			return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
+		}}
+		db.fails.Store(1)
+		pub := &gatedPublisher{open: make(chan struct{})}
+		cfg := s.pollerConfig("order-created")
+		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
+		s.startPoller(t, db, pub, cfg)
+		eventually(t, "batch 2 claimed during batch 1's send", func() bool { return s.status(t, "IN_PROCESS") == 20 })
+		close(pub.open)
+		eventually(t, "batches 2 and 3 PROCESSED, batch 1's finalize lost", func() bool {
+			return s.status(t, "PROCESSED") == 20 && s.status(t, "IN_PROCESS") == 10
+		})
+		stepUntil(t, s.clock, waitersPerPoller, time.Second, 15*time.Minute, func() bool { return s.status(t, "PROCESSED") == 30 })
+		sends := map[string]int{}
+		for _, id := range pub.sent() {
+			sends[id]++
+		}
+		for i, id := range ids {
+			want := 1
+			if i < 10 {
+				want = 2 // batch 1, sent again after the recovery
+			}
+			require.Equal(t, want, sends[id.String()], "event %d", i)
+		}
+		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"), "no attempt counted")
 	})
 }
