@@ -33,7 +33,7 @@ func TestLotteryEndsClean(t *testing.T) {
 	require.Zero(t, s.Lost)
 	require.Zero(t, s.Doubled)
 	require.Zero(t, s.Phantom)
-	require.True(t, s.ok())
+	require.True(t, s.OK())
 	require.True(t, strings.HasPrefix(s.String(), "lottery: published="), s.String())
 }
 

@@ -76,13 +76,13 @@ func TestSwapFromTheForwarder(t *testing.T) {
 				return persistDataAndPublishEventThroughForwarder(ctx, a, id, user, logger)
 			})
 	}()
-	waitUntil(t, ctx, "the forwarder delivers", func() bool { return a.record.handledCount() >= 20 })
+	waitUntil(t, ctx, "the forwarder delivers", func() bool { return a.record.HandledCount() >= 20 })
 
 	// 1. The forwarder stops mid-flight; the old code keeps writing to its
 	// table, so a backlog builds up that nobody relays.
 	require.NoError(t, stopForwarder())
-	committedAtStop := len(a.record.committedIDs())
-	waitUntil(t, ctx, "a backlog builds up", func() bool { return len(a.record.committedIDs()) >= committedAtStop+20 })
+	committedAtStop := len(a.record.CommittedIDs())
+	waitUntil(t, ctx, "a backlog builds up", func() bool { return len(a.record.CommittedIDs()) >= committedAtStop+20 })
 	backlog := countBacklog(t, a.db, drainQuery)
 	require.Positive(t, backlog, "the forwarder's table must hold events nobody relayed yet")
 
@@ -117,7 +117,7 @@ func TestSwapFromTheForwarder(t *testing.T) {
 	require.NoError(t, err)
 	t.Log(s)
 	byPath := map[string]int{}
-	for _, id := range a.record.committedIDs() {
+	for _, id := range a.record.CommittedIDs() {
 		byPath[path[id]]++
 	}
 	// duplicates_skipped counts the events the restarted forwarder sent a

@@ -55,6 +55,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/examples/forwarder-swap/internal/lottery" // the program's bookkeeping
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
@@ -112,7 +113,7 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Println(s)
-	if !s.ok() {
+	if !s.OK() {
 		os.Exit(1)
 	}
 }
@@ -126,10 +127,10 @@ func envOr(k, def string) string {
 
 // run is the whole program: set-up, the relay and the prize sender, the
 // lottery for o.duration, the wait for the last events, the summary.
-func run(ctx context.Context, o options) (summary, error) {
+func run(ctx context.Context, o options) (lottery.Summary, error) {
 	a, cleanup, err := newApp(ctx, o)
 	if err != nil {
-		return summary{}, err
+		return lottery.Summary{}, err
 	}
 	defer cleanup()
 
@@ -137,11 +138,11 @@ func run(ctx context.Context, o options) (summary, error) {
 	defer stopRun()
 	stopPrizeSender, err := a.runPrizeSenderService(runCtx)
 	if err != nil {
-		return summary{}, err
+		return lottery.Summary{}, err
 	}
 	stopRelay, err := a.runRelay(runCtx)
 	if err != nil {
-		return summary{}, errors.Join(err, stopPrizeSender())
+		return lottery.Summary{}, errors.Join(err, stopPrizeSender())
 	}
 
 	lotteryCtx, stopLottery := context.WithTimeout(runCtx, o.duration)
@@ -150,7 +151,7 @@ func run(ctx context.Context, o options) (summary, error) {
 	waitErr := a.waitForDeliveries(runCtx, o.drainTimeout)
 	err = errors.Join(lotteryErr, stopRelay(), stopPrizeSender())
 	if err != nil {
-		return summary{}, err
+		return lottery.Summary{}, err
 	}
 	if waitErr != nil {
 		// Not fatal: the summary says what is missing.
@@ -169,7 +170,7 @@ type app struct {
 	logger   watermill.LoggerAdapter
 	errorP   float64
 	rand     *rand.Rand
-	record   *record
+	record   *lottery.Record
 	pubConf  outbox.Config
 	nextLott int
 }
@@ -228,7 +229,7 @@ func newApp(ctx context.Context, o options) (*app, func(), error) {
 		logger:  logger,
 		errorP:  o.errorProbability,
 		rand:    rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)),
-		record:  newRecord(),
+		record:  lottery.NewRecord(),
 		pubConf: outbox.Config{Dialect: dialect, Oncebox: cfg},
 	}, cleanup, nil
 }
@@ -335,11 +336,11 @@ func (a *app) runLotteryService(ctx context.Context, interval time.Duration,
 		err := handle(context.WithoutCancel(ctx), lotteryID, pickedUser, logger)
 		switch {
 		case errors.Is(err, errSimulated):
-			a.record.rolledBack(lotteryID)
+			a.record.RolledBack(lotteryID)
 		case err != nil:
 			return fmt.Errorf("lottery %d: %w", lotteryID, err)
 		default:
-			a.record.committed(lotteryID)
+			a.record.Committed(lotteryID)
 		}
 		select {
 		case <-ctx.Done():
@@ -425,7 +426,7 @@ func (a *app) runPrizeSenderService(ctx context.Context) (stop func() error, err
 		DB:      sql.BeginnerFromStdSQL(a.db),
 		Dialect: a.dialect,
 		Key:     eventKey,
-		Hooks:   &inboxHooks{r: a.record},
+		Hooks:   a.record.InboxHooks(),
 	}, logger)
 	if err != nil {
 		return nil, errors.Join(err, kafkaSubscriber.Close())
@@ -452,7 +453,7 @@ func (a *app) runPrizeSenderService(ctx context.Context) (stop func() error, err
 		if _, err := tx.ExecContext(msg.Context(), "INSERT INTO prizes (lottery_id, winner) VALUES ($1, $2)", event.LotteryID, winner); err != nil {
 			return err
 		}
-		a.record.handled(event.LotteryID)
+		a.record.Handled(event.LotteryID)
 		logger.Info("Sending a prize to the winner", watermill.LogFields{"winner": winner, "lottery_id": event.LotteryID})
 		return nil
 	})
@@ -481,7 +482,7 @@ func eventKey(msg *message.Message) string {
 func (a *app) waitForDeliveries(ctx context.Context, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	want := len(a.record.committedIDs())
+	want := len(a.record.CommittedIDs())
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -504,22 +505,22 @@ func (a *app) waitForDeliveries(ctx context.Context, timeout time.Duration) erro
 }
 
 // summarize compares the prizes with the committed lotteries.
-func (a *app) summarize(ctx context.Context) (summary, error) {
+func (a *app) summarize(ctx context.Context) (lottery.Summary, error) {
 	rows, err := a.db.QueryContext(ctx, "SELECT lottery_id, COUNT(*) FROM prizes GROUP BY lottery_id")
 	if err != nil {
-		return summary{}, err
+		return lottery.Summary{}, err
 	}
 	defer rows.Close()
 	prizes := map[int]int{}
 	for rows.Next() {
 		var id, n int
 		if err := rows.Scan(&id, &n); err != nil {
-			return summary{}, err
+			return lottery.Summary{}, err
 		}
 		prizes[id] = n
 	}
 	if err := rows.Err(); err != nil {
-		return summary{}, err
+		return lottery.Summary{}, err
 	}
-	return a.record.summary(prizes), nil
+	return a.record.Summary(prizes), nil
 }

@@ -1,4 +1,8 @@
-package main
+// Package lottery is the bookkeeping the forwarder-swap programs share: what
+// the lottery committed and rolled back, what the prize sender handled, and
+// the summary that says whether anything was lost, doubled or delivered
+// from a rolled-back transaction. It is not part of the example's business.
+package lottery
 
 import (
 	"fmt"
@@ -9,10 +13,10 @@ import (
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
-// record is what the lottery committed and rolled back, and when the prize
+// Record is what the lottery committed and rolled back, and when the prize
 // sender first saw each lottery: the program's own bookkeeping, to check the
 // outcome, not part of the example's business.
-type record struct {
+type Record struct {
 	mu         sync.Mutex
 	commitAt   map[int]time.Time
 	rolled     int
@@ -20,23 +24,23 @@ type record struct {
 	duplicates int
 }
 
-func newRecord() *record {
-	return &record{commitAt: map[int]time.Time{}, handledAt: map[int]time.Time{}}
+func NewRecord() *Record {
+	return &Record{commitAt: map[int]time.Time{}, handledAt: map[int]time.Time{}}
 }
 
-func (r *record) committed(id int) {
+func (r *Record) Committed(id int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.commitAt[id] = time.Now()
 }
 
-func (r *record) rolledBack(int) {
+func (r *Record) RolledBack(int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.rolled++
 }
 
-func (r *record) handled(id int) {
+func (r *Record) Handled(id int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.handledAt[id]; !ok {
@@ -44,7 +48,7 @@ func (r *record) handled(id int) {
 	}
 }
 
-func (r *record) committedIDs() []int {
+func (r *Record) CommittedIDs() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ids := make([]int, 0, len(r.commitAt))
@@ -55,29 +59,29 @@ func (r *record) committedIDs() []int {
 	return ids
 }
 
-// summary is the program's outcome.
-type summary struct {
+// Summary is the program's outcome.
+type Summary struct {
 	Published, RolledBack, Delivered, Lost, Doubled, Phantom, DuplicatesSkipped int
 	// LatencyP50 and LatencyMax run from the commit to the prize sender's
 	// handler, for the events handled: figures to read, not to assert.
 	LatencyP50, LatencyMax time.Duration
 }
 
-func (s summary) ok() bool { return s.Published > 0 && s.Lost == 0 && s.Doubled == 0 && s.Phantom == 0 }
+func (s Summary) OK() bool { return s.Published > 0 && s.Lost == 0 && s.Doubled == 0 && s.Phantom == 0 }
 
-func (s summary) String() string {
+func (s Summary) String() string {
 	return fmt.Sprintf("lottery: published=%d rolled_back=%d delivered=%d lost=%d doubled=%d phantom=%d duplicates_skipped=%d latency_p50=%s latency_max=%s",
 		s.Published, s.RolledBack, s.Delivered, s.Lost, s.Doubled, s.Phantom, s.DuplicatesSkipped,
 		s.LatencyP50.Round(time.Millisecond), s.LatencyMax.Round(time.Millisecond))
 }
 
-// summary compares prizes (prize rows per lottery id) with what committed:
+// Summary compares prizes (prize rows per lottery id) with what committed:
 // lost = committed without a prize, doubled = more than one prize, phantom =
 // a prize for a lottery that never committed.
-func (r *record) summary(prizes map[int]int) summary {
+func (r *Record) Summary(prizes map[int]int) Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := summary{Published: len(r.commitAt), RolledBack: r.rolled, DuplicatesSkipped: r.duplicates}
+	s := Summary{Published: len(r.commitAt), RolledBack: r.rolled, DuplicatesSkipped: r.duplicates}
 	var latencies []time.Duration
 	for id, at := range r.commitAt {
 		switch prizes[id] {
@@ -109,7 +113,7 @@ func (r *record) summary(prizes map[int]int) summary {
 // inboxHooks counts the duplicates the inbox dropped.
 type inboxHooks struct {
 	middleware.NopInboxHooks
-	r *record
+	r *Record
 }
 
 func (h *inboxHooks) Duplicate(string, bool) {
@@ -118,9 +122,13 @@ func (h *inboxHooks) Duplicate(string, bool) {
 	h.r.duplicates++
 }
 
-// handledCount is the number of lotteries the prize sender has handled.
-func (r *record) handledCount() int {
+// HandledCount is the number of lotteries the prize sender has handled.
+func (r *Record) HandledCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.handledAt)
 }
+
+// InboxHooks returns the inbox hooks that count, in r, the duplicates the
+// inbox dropped.
+func (r *Record) InboxHooks() middleware.InboxHooks { return &inboxHooks{r: r} }
