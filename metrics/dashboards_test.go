@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +159,63 @@ func TestNamesMatchRegistration(t *testing.T) {
 	require.Equal(t, metrics.Names(), got)
 }
 
+// dashboard is a dashboard file with the queries of its panels.
+type dashboard struct {
+	file          string
+	SchemaVersion int              `json:"schemaVersion"`
+	Title         string           `json:"title"`
+	UID           string           `json:"uid"`
+	Panels        []map[string]any `json:"panels"`
+	Templating    struct {
+		List []struct {
+			Name       string `json:"name"`
+			Type       string `json:"type"`
+			Definition string `json:"definition"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+// query is one expr of a panel.
+type query struct {
+	panel, expr string
+}
+
+// queries returns every expr of every panel, requiring one per target.
+func (d dashboard) queries(t *testing.T) []query {
+	t.Helper()
+	var out []query
+	for _, p := range panels(d.Panels) {
+		title, _ := p["title"].(string)
+		targets, _ := p["targets"].([]any)
+		if p["type"] != "row" {
+			require.NotEmpty(t, targets, "%s: panel %q has queries", d.file, title)
+		}
+		for _, tg := range targets {
+			expr, _ := tg.(map[string]any)["expr"].(string)
+			require.NotEmpty(t, expr, "%s: panel %q", d.file, title)
+			out = append(out, query{panel: title, expr: expr})
+		}
+	}
+	return out
+}
+
+// dashboards reads every dashboard of docs/dashboards.
+func dashboards(t *testing.T) []dashboard {
+	t.Helper()
+	files, err := filepath.Glob("../docs/dashboards/*.json")
+	require.NoError(t, err)
+	require.Len(t, files, 3, "relay, inbox and dlq dashboards")
+	var out []dashboard
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		d := dashboard{file: filepath.Base(f)}
+		require.NoError(t, json.Unmarshal(raw, &d), f)
+		out = append(out, d)
+	}
+	return out
+}
+
 // TestDashboardsQueryOnlyRegisteredMetrics parses every expr of every
 // dashboard and requires each metric it selects to be one the package
 // registers: dashboards of metrics that no longer exist show nothing,
@@ -168,52 +226,246 @@ func TestDashboardsQueryOnlyRegisteredMetrics(t *testing.T) {
 	for _, n := range metrics.Names() {
 		require.True(t, known[n], "%s is in Names and registered", n)
 	}
-	files, err := filepath.Glob("../docs/dashboards/*.json")
-	require.NoError(t, err)
-	require.Len(t, files, 3, "relay, inbox and dlq dashboards")
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		require.NoError(t, err)
-		var d struct {
-			SchemaVersion int              `json:"schemaVersion"`
-			Title         string           `json:"title"`
-			UID           string           `json:"uid"`
-			Panels        []map[string]any `json:"panels"`
-			Templating    struct {
-				List []struct {
-					Definition string `json:"definition"`
-				} `json:"list"`
-			} `json:"templating"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &d), f)
+	for _, d := range dashboards(t) {
+		f := d.file
 		require.GreaterOrEqual(t, d.SchemaVersion, 36, f)
 		require.NotEmpty(t, d.Title, f)
 		require.NotEmpty(t, d.UID, f)
-		exprs := 0
 		var used []string
-		for _, p := range panels(d.Panels) {
-			targets, _ := p["targets"].([]any)
-			if p["type"] != "row" {
-				require.NotEmpty(t, targets, "%s: panel %q has queries", f, p["title"])
-			}
-			for _, tg := range targets {
-				expr, _ := tg.(map[string]any)["expr"].(string)
-				require.NotEmpty(t, expr, "%s: panel %q", f, p["title"])
-				exprs++
-				names := metricNames(expr)
-				require.NotEmpty(t, names, "%s: %q selects a metric", f, expr)
-				for _, n := range names {
-					require.True(t, known[n], "%s: panel %q queries %s, which package metrics does not register", f, p["title"], n)
-					used = append(used, n)
-				}
+		qs := d.queries(t)
+		for _, q := range qs {
+			names := metricNames(q.expr)
+			require.NotEmpty(t, names, "%s: %q selects a metric", f, q.expr)
+			for _, n := range names {
+				require.True(t, known[n], "%s: panel %q queries %s, which package metrics does not register", f, q.panel, n)
+				used = append(used, n)
 			}
 		}
-		require.GreaterOrEqual(t, exprs, 3, f)
+		require.GreaterOrEqual(t, len(qs), 3, f)
 		for _, v := range d.Templating.List {
 			for _, m := range labelValues.FindAllStringSubmatch(v.Definition, -1) {
 				require.True(t, known[m[1]], "%s: variable queries %s, which is not registered", f, m[1])
 			}
 		}
-		t.Logf("%s: %d queries over %d metrics", filepath.Base(f), exprs, len(slices.Compact(slices.Sorted(slices.Values(used)))))
+		t.Logf("%s: %d queries over %d metrics", f, len(qs), len(slices.Compact(slices.Sorted(slices.Values(used)))))
 	}
+}
+
+// targetLabels are the labels Prometheus sets on every series of a target:
+// job and instance always, namespace, pod, … with Kubernetes service
+// discovery. A metric label of the same name collides with them: the
+// scrape renames it exported_<name>, and queries on it find nothing.
+var targetLabels = []string{"job", "instance", "namespace", "pod", "container", "service", "node", "endpoint"}
+
+// TestMetricsHaveNoTargetLabel requires that no metric of the package
+// carries a label named like a target label.
+func TestMetricsHaveNoTargetLabel(t *testing.T) {
+	t.Parallel()
+	mfs, err := fullRegistry(t).Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				require.NotContains(t, targetLabels, l.GetName(), "%s has a label %q, which collides with a target label", mf.GetName(), l.GetName())
+			}
+		}
+	}
+}
+
+// TestDashboardsWorkWithReplicasAndKubernetes checks every query of every
+// dashboard against three rules:
+//   - it selects each metric with job=~"$job" and instance=~"$instance",
+//     and the dashboard has both variables;
+//   - a gauge is never summed (or counted) across instances: every replica
+//     exports the same backlog, so sum multiplies it by the replica count;
+//     the innermost aggregation around a gauge is max, min or avg, or keeps
+//     instance in its by clause;
+//   - a counter is read through rate, irate or increase;
+//   - no query or variable uses a label named like a target label other than
+//     job and instance (namespace, pod, …).
+func TestDashboardsWorkWithReplicasAndKubernetes(t *testing.T) {
+	t.Parallel()
+	mfs, err := fullRegistry(t).Gather()
+	require.NoError(t, err)
+	types := map[string]string{}
+	for _, mf := range mfs {
+		types[mf.GetName()] = mf.GetType().String()
+		if mf.GetType().String() == "HISTOGRAM" {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				types[mf.GetName()+s] = "COUNTER"
+			}
+		}
+	}
+	for _, d := range dashboards(t) {
+		vars := map[string]bool{}
+		for _, v := range d.Templating.List {
+			vars[v.Name] = true
+			for _, l := range targetLabels[2:] {
+				require.NotRegexp(t, `\b`+l+`\b`, v.Name+" "+v.Definition, "%s: variable %q uses the label %s", d.file, v.Name, l)
+			}
+		}
+		require.True(t, vars["job"] && vars["instance"], "%s has a job and an instance variable", d.file)
+		for _, q := range d.queries(t) {
+			where := d.file + ": panel " + strconv.Quote(q.panel) + ": " + q.expr
+			for _, l := range targetLabels[2:] {
+				require.NotRegexp(t, `\b`+l+`\b`, stringLit.ReplaceAllString(q.expr, `""`), "%s: uses the label %s", where, l)
+			}
+			for _, s := range selectors(q.expr) {
+				require.Contains(t, s.matchers, `job=~"$job"`, "%s: selects %s without job=~\"$job\"", where, s.name)
+				require.Contains(t, s.matchers, `instance=~"$instance"`, "%s: selects %s without instance=~\"$instance\"", where, s.name)
+				switch types[s.name] {
+				case "GAUGE":
+					op, by := enclosingAggregation(q.expr, s.pos)
+					if (op == "sum" || op == "count") && !slices.Contains(by, "instance") {
+						t.Errorf("%s: %s(%s) adds a gauge across instances; every replica exports it: use max by", where, op, s.name)
+					}
+				case "COUNTER":
+					require.Contains(t, []string{"rate", "irate", "increase"}, enclosingFunction(q.expr, s.pos),
+						"%s: counter %s is read through rate or increase", where, s.name)
+				}
+			}
+		}
+	}
+}
+
+// selector is a metric selected by an expression: its name, the text of
+// its label matchers and its offset in the expression.
+type selector struct {
+	name, matchers string
+	pos            int
+}
+
+// masked returns expr with the content of its string literals replaced by
+// x, so that offsets are kept and nothing inside a string is parsed.
+func masked(expr string) string {
+	return stringLit.ReplaceAllStringFunc(expr, func(s string) string {
+		return `"` + strings.Repeat("x", len(s)-2) + `"`
+	})
+}
+
+// selectors returns the metric selectors of expr (the names metricNames
+// finds, located in expr).
+func selectors(expr string) []selector {
+	m := masked(expr)
+	var out []selector
+	from := 0
+	for _, name := range metricNames(expr) {
+		i := from + strings.Index(m[from:], name)
+		for i > 0 && isIdent(m[i-1]) || !isSelectorAt(m, i, name) {
+			i = i + 1 + strings.Index(m[i+1:], name)
+		}
+		s := selector{name: name, pos: i}
+		end := i + len(name)
+		if end < len(m) && m[end] == '{' {
+			close := strings.IndexByte(m[end:], '}')
+			s.matchers = expr[end : end+close+1]
+		}
+		out = append(out, s)
+		from = end
+	}
+	return out
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// isSelectorAt reports whether name at i is a whole identifier.
+func isSelectorAt(m string, i int, name string) bool {
+	end := i + len(name)
+	return (i == 0 || !isIdent(m[i-1])) && (end == len(m) || !isIdent(m[end]))
+}
+
+var aggregations = map[string]bool{"sum": true, "min": true, "max": true, "avg": true, "count": true, "group": true,
+	"stddev": true, "stdvar": true, "topk": true, "bottomk": true, "quantile": true, "count_values": true}
+
+// call is a function or aggregation call around an offset: its name and,
+// for a prefix "op by (labels) (…)" aggregation, the labels.
+type call struct {
+	name string
+	by   []string
+}
+
+// enclosing returns the calls around offset pos of expr, innermost first.
+func enclosing(expr string, pos int) []call {
+	m := masked(expr)
+	var out []call
+	depth := 0
+	for i := pos - 1; i >= 0; i-- {
+		switch m[i] {
+		case ')':
+			depth++
+			continue
+		case '(':
+			if depth > 0 {
+				depth--
+				continue
+			}
+		default:
+			continue
+		}
+		// m[i] opens a call or a group around pos.
+		before := strings.TrimRight(m[:i], " \t\n")
+		if strings.HasSuffix(before, ")") {
+			// "op by (labels) (": find the label list.
+			open := strings.LastIndexByte(before, '(')
+			labels := strings.Split(before[open+1:len(before)-1], ",")
+			for k := range labels {
+				labels[k] = strings.TrimSpace(labels[k])
+			}
+			rest := strings.TrimRight(before[:open], " \t\n")
+			rest = strings.TrimRight(rest[:len(rest)-len(trailingIdent(rest))], " \t\n") // drop by or without
+			out = append(out, call{name: trailingIdent(rest), by: labels})
+			i = open
+			continue
+		}
+		if name := trailingIdent(before); name != "" {
+			out = append(out, call{name: name})
+		}
+	}
+	return out
+}
+
+// trailingIdent returns the identifier s ends with; "" when none.
+func trailingIdent(s string) string {
+	j := len(s)
+	for j > 0 && isIdent(s[j-1]) {
+		j--
+	}
+	return s[j:]
+}
+
+// enclosingAggregation returns the innermost aggregation around pos and the
+// labels of its by clause; "" when there is none.
+func enclosingAggregation(expr string, pos int) (string, []string) {
+	for _, c := range enclosing(expr, pos) {
+		if aggregations[c.name] {
+			return c.name, c.by
+		}
+	}
+	return "", nil
+}
+
+// enclosingFunction returns the innermost call around pos; "" when none.
+func enclosingFunction(expr string, pos int) string {
+	if cs := enclosing(expr, pos); len(cs) > 0 {
+		return cs[0].name
+	}
+	return ""
+}
+
+func TestEnclosingParser(t *testing.T) {
+	t.Parallel()
+	e := `time() - sum(max by (event_type, instance) (g{a="("})) / sum by (x) (rate(c_total[5m]))`
+	ss := selectors(e)
+	require.Len(t, ss, 2)
+	require.Equal(t, "g", ss[0].name)
+	require.Equal(t, `{a="("}`, ss[0].matchers)
+	op, by := enclosingAggregation(e, ss[0].pos)
+	require.Equal(t, "max", op)
+	require.Equal(t, []string{"event_type", "instance"}, by)
+	require.Equal(t, "rate", enclosingFunction(e, ss[1].pos))
+	op, by = enclosingAggregation(e, ss[1].pos)
+	require.Equal(t, "sum", op)
+	require.Equal(t, []string{"x"}, by)
 }

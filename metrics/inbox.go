@@ -41,12 +41,12 @@ var _ middleware.InboxHooks = (*InboxHooks)(nil)
 // job metrics (oncebox_job_*) are shared with PollerHooks on the same
 // registry.
 func NewInboxHooks(reg prometheus.Registerer) (*InboxHooks, error) {
-	ns := []string{"namespace"}
+	ns := []string{"inbox_namespace"}
 	h := &InboxHooks{
 		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxConsumed,
 			Help: "New messages handled successfully by the inbox."}, ns),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxDuplicates,
-			Help: "Messages dropped as duplicates, by where the id was found: cache or table."}, []string{"namespace", "source"}),
+			Help: "Messages dropped as duplicates, by where the id was found: cache or table."}, []string{"inbox_namespace", "source"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInboxFailed,
 			Help: "Messages whose handler failed, whose key was missing, or whose inbox transaction failed."}, ns),
 		cacheErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: NameInboxCacheErrors,
@@ -98,8 +98,8 @@ func (h *InboxHooks) CacheError(error) {
 }
 
 // OnCleanerRun is a middleware.InboxCleanerConfig.OnRun: it counts the runs
-// of the inbox clean-up (oncebox_job_runs_total{job="inbox-clean-up"}) and
-// the ids it deleted (oncebox_job_rows_total{job="inbox-clean-up"}). The
+// of the inbox clean-up (oncebox_job_runs_total{oncebox_job="inbox-clean-up"}) and
+// the ids it deleted (oncebox_job_rows_total{oncebox_job="inbox-clean-up"}). The
 // cleaner reports neither the duration nor the next delay of a run, so the
 // job's duration histogram and delay gauge stay empty for it.
 func (h *InboxHooks) OnCleanerRun(r middleware.JobResult) {

@@ -85,10 +85,10 @@ func TestInboxHooksConsumeDuplicateFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, runs)
 
-	ns := map[string]string{"namespace": "billing"}
+	ns := map[string]string{"inbox_namespace": "billing"}
 	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_inbox_consumed_total", ns))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"namespace": "billing", "source": "cache"}))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"namespace": "billing", "source": "table"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"inbox_namespace": "billing", "source": "cache"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"inbox_namespace": "billing", "source": "table"}))
 	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_inbox_failed_total", ns))
 	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_inbox_cache_lookups_total", map[string]string{"result": "hit"}))
 	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_inbox_cache_errors_total", nil), "the failed lookup and the failed add")
@@ -106,10 +106,10 @@ func TestInboxCleanerOnRun(t *testing.T) {
 	h.OnCleanerRun(middleware.JobResult{Skipped: true})
 	h.OnCleanerRun(middleware.JobResult{Err: errors.New("db down")})
 	job := middleware.JobInboxCleanUp
-	require.Equal(t, 10.0, mustValue(t, reg, "oncebox_job_rows_total", map[string]string{"job": job}))
-	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": job, "result": "succeeded"}))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": job, "result": "skipped"}))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": job, "result": "failed"}))
+	require.Equal(t, 10.0, mustValue(t, reg, "oncebox_job_rows_total", map[string]string{"oncebox_job": job}))
+	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": job, "result": "succeeded"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": job, "result": "skipped"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": job, "result": "failed"}))
 }
 
 func TestInboxCleanerOnRunWithARealCleaner(t *testing.T) {
@@ -130,7 +130,7 @@ func TestInboxCleanerOnRunWithARealCleaner(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()) }()
 	require.Eventually(t, func() bool {
-		v, _ := value(t, reg, "oncebox_job_rows_total", map[string]string{"job": middleware.JobInboxCleanUp})
+		v, _ := value(t, reg, "oncebox_job_rows_total", map[string]string{"oncebox_job": middleware.JobInboxCleanUp})
 		return v == 5
 	}, 30*time.Second, 5*time.Millisecond)
 	require.NoError(t, c.Close())

@@ -48,17 +48,17 @@ func newJobMetrics() *jobMetrics {
 	return &jobMetrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameJobRuns,
 			Help: "Runs of a background job by result: succeeded, failed, or skipped (another instance held the lease)."},
-			[]string{"job", "result"}),
+			[]string{"oncebox_job", "result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: NameJobRunDuration,
 			Help:    "Duration of the runs of a background job that were not skipped.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}},
-			[]string{"job"}),
+			[]string{"oncebox_job"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameJobRows,
 			Help: "Rows recovered, moved to the DLQ, moved back to the outbox or deleted by a background job."},
-			[]string{"job"}),
+			[]string{"oncebox_job"}),
 		delay: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameJobDelay,
 			Help: "Current wait of a background job before its next run."},
-			[]string{"job"}),
+			[]string{"oncebox_job"}),
 	}
 }
 

@@ -40,7 +40,7 @@ func TestPollerHooksAcrossARealRun(t *testing.T) {
 	})
 
 	et := func(e string) map[string]string { return map[string]string{"event_type": e} }
-	job := func(j string) map[string]string { return map[string]string{"job": j} }
+	job := func(j string) map[string]string { return map[string]string{"oncebox_job": j} }
 	done := func() bool {
 		v, _ := value(t, reg, "oncebox_job_rows_total", job(poller.JobDLQTransfer))
 		sent, _ := value(t, reg, "oncebox_outbox_events_sent_total", et("order-created"))
@@ -75,10 +75,10 @@ func TestPollerHooksAcrossARealRun(t *testing.T) {
 	require.False(t, ok)
 
 	require.GreaterOrEqual(t, mustValue(t, reg, "oncebox_job_runs_total",
-		map[string]string{"job": poller.JobDLQTransfer, "result": metrics.ResultSucceeded}), 1.0)
+		map[string]string{"oncebox_job": poller.JobDLQTransfer, "result": metrics.ResultSucceeded}), 1.0)
 	require.GreaterOrEqual(t, mustValue(t, reg, "oncebox_job_run_duration_seconds", job(poller.JobDLQTransfer)), 1.0)
 	require.Greater(t, mustValue(t, reg, "oncebox_job_delay_seconds", job(poller.JobDLQTransfer)), 0.0)
-	_, ok = value(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobDLQTransfer, "result": metrics.ResultFailed})
+	_, ok = value(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": poller.JobDLQTransfer, "result": metrics.ResultFailed})
 	require.False(t, ok)
 }
 
@@ -100,9 +100,9 @@ func TestPollerHooksDirectCalls(t *testing.T) {
 	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_events_failed_total", map[string]string{"event_type": "a", "final": "true"}))
 	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_outbox_poll_errors_total", a))
 	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_outbox_poll_delay_seconds", a))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobRecovery, "result": "skipped"}))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"job": poller.JobRecovery, "result": "failed"}))
-	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_run_duration_seconds", map[string]string{"job": poller.JobRecovery}),
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": poller.JobRecovery, "result": "skipped"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_runs_total", map[string]string{"oncebox_job": poller.JobRecovery, "result": "failed"}))
+	require.Equal(t, 1.0, mustValue(t, reg, "oncebox_job_run_duration_seconds", map[string]string{"oncebox_job": poller.JobRecovery}),
 		"a skipped run is not timed")
 
 	// A second registration on the same registry fails; inbox hooks share
