@@ -267,14 +267,29 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJSON(row))
+	writeJSON(w, http.StatusOK, row)
 	return nil
 }
 
-// listResponse is the body of GET {base}/events.
-type listResponse struct {
-	Items      []rowJSON `json:"items"`
-	NextCursor string    `json:"next_cursor,omitempty"`
+// ListResponse is the body of GET {base}/events, and what `oncebox --json
+// dlq list` prints: one page of rows (each in the shape of Row.MarshalJSON)
+// and the cursor of the next page, left out on the last one.
+type ListResponse struct {
+	Items      []Row  `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// NewListResponse returns the listing of rows, one page of a List call
+// whose next cursor is next (nil on the last page).
+func NewListResponse(rows []Row, next *Cursor) ListResponse {
+	resp := ListResponse{Items: rows}
+	if resp.Items == nil {
+		resp.Items = []Row{}
+	}
+	if next != nil {
+		resp.NextCursor = next.String()
+	}
+	return resp
 }
 
 // list serves GET {base}/events.
@@ -287,14 +302,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp := listResponse{Items: make([]rowJSON, 0, len(rows))}
-	for _, row := range rows {
-		resp.Items = append(resp.Items, toJSON(row))
-	}
-	if next != nil {
-		resp.NextCursor = next.String()
-	}
-	writeJSON(w, http.StatusOK, resp)
+	writeJSON(w, http.StatusOK, NewListResponse(rows, next))
 	return nil
 }
 
@@ -338,7 +346,7 @@ func (h *handler) setStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toJSON(row))
+	writeJSON(w, http.StatusOK, row)
 	return nil
 }
 
@@ -418,7 +426,8 @@ func (h *handler) deleteBulk(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// rowJSON is a Row as the REST API shows it.
+// rowJSON is a Row as the REST API and the CLI's --json show it
+// (docs/dlq-openapi.yaml, schema Row).
 type rowJSON struct {
 	ID          oncebox.EventID   `json:"id"`
 	EventID     *oncebox.EventID  `json:"event_id"`
@@ -444,13 +453,16 @@ type rowJSON struct {
 	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
-// toJSON converts r to its REST form.
-func toJSON(r Row) rowJSON {
-	return rowJSON{ID: r.ID, EventID: r.EventID, Source: r.Source, HandlerName: r.HandlerName,
+// MarshalJSON encodes r in the one JSON shape of a DLQ row, that of the
+// REST API (docs/dlq-openapi.yaml, schema Row) and of `oncebox --json dlq
+// list|show`: snake_case keys, ids as UUID strings, the payload in base64
+// (payload_truncated tells a listing's cut payload), times in RFC 3339.
+func (r Row) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rowJSON{ID: r.ID, EventID: r.EventID, Source: r.Source, HandlerName: r.HandlerName,
 		EventType: r.EventType, Topic: r.Topic, Key: r.Key, MessageUUID: r.MessageUUID, Payload: r.Payload,
 		PayloadSize: r.PayloadSize, PayloadTruncated: r.PayloadTruncated, Metadata: r.Metadata, Status: r.Status, RetryCount: r.RetryCount, LastError: r.LastError,
 		CreatedAt: r.CreatedAt, FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt,
-		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt}
+		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt})
 }
 
 // writeJSON writes v as an application/json response.

@@ -86,48 +86,6 @@ func (a *app) dlqCmd() *cobra.Command {
 	return c
 }
 
-// rowJSON is a DLQ row in --json output.
-type rowJSON struct {
-	ID              string  `json:"id"`
-	EventID         *string `json:"event_id"`
-	Source          string  `json:"source"`
-	HandlerName     string  `json:"handler_name"`
-	EventType       string  `json:"event_type"`
-	Topic           string  `json:"topic"`
-	Key             string  `json:"key"`
-	MessageUUID     string  `json:"message_uuid"`
-	Payload         string  `json:"payload"`
-	PayloadEncoding string  `json:"payload_encoding"`
-	// PayloadSize is the whole payload's size in bytes; PayloadTruncated
-	// says that a listing carries only its first dlq.ListPayloadBytes.
-	PayloadSize      int               `json:"payload_size"`
-	PayloadTruncated bool              `json:"payload_truncated"`
-	Metadata         map[string]string `json:"metadata"`
-	Status           string            `json:"status"`
-	RetryCount       int               `json:"retry_count"`
-	LastError        string            `json:"last_error"`
-	CreatedAt        time.Time         `json:"created_at"`
-	FirstFailedAt    *time.Time        `json:"first_failed_at"`
-	LastFailedAt     *time.Time        `json:"last_failed_at"`
-	MovedAt          time.Time         `json:"moved_at"`
-	UpdatedAt        time.Time         `json:"updated_at"`
-}
-
-func toJSON(r dlq.Row) rowJSON {
-	out := rowJSON{ID: r.ID.String(), Source: string(r.Source), HandlerName: r.HandlerName,
-		EventType: r.EventType, Topic: r.Topic, Key: r.Key, MessageUUID: r.MessageUUID,
-		Metadata: r.Metadata, Status: string(r.Status), RetryCount: r.RetryCount, LastError: r.LastError,
-		CreatedAt: r.CreatedAt, FirstFailedAt: r.FirstFailedAt, LastFailedAt: r.LastFailedAt,
-		MovedAt: r.MovedAt, UpdatedAt: r.UpdatedAt}
-	if r.EventID != nil {
-		s := r.EventID.String()
-		out.EventID = &s
-	}
-	out.Payload, out.PayloadEncoding = encodePayload(r.Payload)
-	out.PayloadSize, out.PayloadTruncated = r.PayloadSize, r.PayloadTruncated
-	return out
-}
-
 // encodePayload returns the payload as text when it is UTF-8, else base64.
 func encodePayload(p []byte) (string, string) {
 	if utf8.Valid(p) {
@@ -169,17 +127,9 @@ func (a *app) dlqListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var nextStr *string
-			if next != nil {
-				s := next.String()
-				nextStr = &s
-			}
 			if a.g.json {
-				out := make([]rowJSON, 0, len(rows))
-				for _, r := range rows {
-					out = append(out, toJSON(r))
-				}
-				return writeJSON(a.stdout, map[string]any{"rows": out, "next_cursor": nextStr})
+				// The REST API's body of GET /dlq/events, to the byte.
+				return writeJSON(a.stdout, dlq.NewListResponse(rows, next))
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tEVENT TYPE\tTOPIC\tHANDLER\tRETRIES\tMOVED AT\tLAST ERROR")
@@ -190,8 +140,8 @@ func (a *app) dlqListCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if nextStr != nil {
-				fmt.Fprintf(a.stdout, "next cursor: %s\n", *nextStr)
+			if next != nil {
+				fmt.Fprintf(a.stdout, "next cursor: %s\n", next)
 			} else {
 				fmt.Fprintf(a.stdout, "(%d rows, last page)\n", len(rows))
 			}
@@ -248,9 +198,8 @@ func (a *app) dlqShowCmd() *cobra.Command {
 				return err
 			}
 			if a.g.json {
-				return writeJSON(a.stdout, toJSON(r))
+				return writeJSON(a.stdout, r) // the REST API's body of GET /dlq/events/{id}
 			}
-			j := toJSON(r)
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			ts := func(t *time.Time) string {
 				if t == nil {
@@ -259,16 +208,16 @@ func (a *app) dlqShowCmd() *cobra.Command {
 				return t.Format(time.RFC3339Nano)
 			}
 			eventID := "-"
-			if j.EventID != nil {
-				eventID = *j.EventID
+			if r.EventID != nil {
+				eventID = r.EventID.String()
 			}
 			for _, kv := range [][2]string{
-				{"id", j.ID}, {"event id", eventID}, {"status", j.Status}, {"source", j.Source},
-				{"handler", dash(j.HandlerName)}, {"event type", j.EventType}, {"topic", j.Topic},
-				{"key", dash(j.Key)}, {"message uuid", j.MessageUUID}, {"retries", fmt.Sprint(j.RetryCount)},
+				{"id", r.ID.String()}, {"event id", eventID}, {"status", string(r.Status)}, {"source", string(r.Source)},
+				{"handler", dash(r.HandlerName)}, {"event type", r.EventType}, {"topic", r.Topic},
+				{"key", dash(r.Key)}, {"message uuid", r.MessageUUID}, {"retries", fmt.Sprint(r.RetryCount)},
 				{"created at", ts(&r.CreatedAt)}, {"first failed at", ts(r.FirstFailedAt)},
 				{"last failed at", ts(r.LastFailedAt)}, {"moved at", ts(&r.MovedAt)}, {"updated at", ts(&r.UpdatedAt)},
-				{"last error", dash(oneLine(j.LastError, 1<<20))},
+				{"last error", dash(oneLine(r.LastError, 1<<20))},
 			} {
 				fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
 			}
@@ -288,7 +237,8 @@ func (a *app) dlqShowCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "payload (%s, %d bytes):\n%s\n", j.PayloadEncoding, len(r.Payload), j.Payload)
+			payload, encoding := encodePayload(r.Payload)
+			fmt.Fprintf(a.stdout, "payload (%s, %d bytes):\n%s\n", encoding, len(r.Payload), payload)
 			return nil
 		}),
 	}

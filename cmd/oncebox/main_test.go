@@ -414,13 +414,13 @@ func TestRowsMovedByTheRelay(t *testing.T) {
 	r = c.run("", "--json", "dlq", "list", "--status", "TO_RETRY")
 	require.Equal(t, 0, r.code, r.stderr)
 	var out struct {
-		Rows []map[string]any `json:"rows"`
-		Next *string          `json:"next_cursor"`
+		Items []map[string]any `json:"items"`
+		Next  *string          `json:"next_cursor"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
-	require.Len(t, out.Rows, 2)
-	require.Equal(t, id(700).String(), out.Rows[0]["id"])
-	require.Equal(t, "TO_RETRY", out.Rows[0]["status"])
-	require.Equal(t, now.Format(time.RFC3339), out.Rows[0]["updated_at"]) // the fixed clock stamps the change
+	require.Len(t, out.Items, 2)
+	require.Equal(t, id(700).String(), out.Items[0]["id"])
+	require.Equal(t, "TO_RETRY", out.Items[0]["status"])
+	require.Equal(t, now.Format(time.RFC3339), out.Items[0]["updated_at"]) // the fixed clock stamps the change
 	require.Nil(t, out.Next)
 }
