@@ -71,13 +71,10 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 		}
 	}
 	locked = true
-	for _, q := range d.SchemaCreate() {
+	for _, q := range bootstrap(d) {
 		if err := exec(ctx, tx, q); err != nil {
-			return fmt.Errorf("oncebox: migrate: create the schema: %w", err)
+			return fmt.Errorf("oncebox: migrate: create the schema or %s: %w", d.Tables().Migrations, err)
 		}
-	}
-	if err := exec(ctx, tx, d.MigrationsTableCreate()); err != nil {
-		return fmt.Errorf("oncebox: migrate: create %s: %w", d.Tables().Migrations, err)
 	}
 	applied, err := appliedVersions(ctx, tx, d)
 	if err != nil {
@@ -92,7 +89,7 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 				return fmt.Errorf("oncebox: migrate: %s statement %d: %w", m.Name, i+1, err)
 			}
 		}
-		if err := exec(ctx, tx, d.MigrationsInsert(m.Version, m.Name, time.Now().UTC())); err != nil {
+		if err := exec(ctx, tx, record(d, m, time.Now().UTC())); err != nil {
 			return fmt.Errorf("oncebox: migrate: record %s: %w", m.Name, err)
 		}
 	}
@@ -102,6 +99,17 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 		}
 	}
 	return nil
+}
+
+// bootstrap returns the statements that create d's schema (when it names
+// one) and its migrations table, each only when missing.
+func bootstrap(d dialects.Dialect) []dialects.Query {
+	return append(d.SchemaCreate(), d.MigrationsTableCreate())
+}
+
+// record returns the statement that records m as applied at at.
+func record(d dialects.Dialect, m dialects.Migration, at time.Time) dialects.Query {
+	return d.MigrationsInsert(m.Version, m.Name, at)
 }
 
 // ErrInTransaction is returned when Migrate is given a transaction.

@@ -2,6 +2,8 @@ package migrate_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -73,4 +75,55 @@ func TestMigrateCreatesTheSchema(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.True(t, tableExists(t, s, name+".outbox_events"))
+}
+
+// foreign is a dialect of another package: Statements cannot tell how it
+// writes the database's clock.
+type foreign struct{ dialects.Dialect }
+
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	for name, record := range map[string]string{
+		"postgres": "INSERT INTO billing.oncebox_migrations (version, name, applied_at) VALUES (2, '0002_claim_order.sql', now());",
+		"mysql":    "INSERT INTO billing.oncebox_migrations (version, name, applied_at) VALUES (2, '0002_claim_order.sql', UTC_TIMESTAMP(6));",
+		"oracle":   "INSERT INTO billing.oncebox_migrations (version, name, applied_at) VALUES (2, '0002_claim_order.sql', SYS_EXTRACT_UTC(SYSTIMESTAMP))\n/",
+	} {
+		d, err := dialects.New(name, oncebox.TablesConfig{Schema: "billing"})
+		require.NoError(t, err)
+		all, err := migrate.Statements(d, 0, 0)
+		require.NoError(t, err)
+		migrations, err := d.Migrations()
+		require.NoError(t, err)
+		require.Len(t, all, len(migrations), name)
+		for i, s := range all {
+			require.Equal(t, migrations[i].Version, s.Version)
+			require.Equal(t, migrations[i].Name, s.Name)
+			// The bootstrap, the migration, the record.
+			require.Equal(t, d.MigrationsTableCreate().SQL, s.Statements[len(s.Statements)-len(migrations[i].Statements)-2], name)
+			own := s.Statements[len(s.Statements)-len(migrations[i].Statements)-1 : len(s.Statements)-1]
+			require.Equal(t, strings.Join(migrations[i].Statements, "\n;\n"), strings.Join(own, "\n;\n"), name) // (MySQL's 0002 has none)
+		}
+
+		two, err := migrate.Statements(d, 1, 2)
+		require.NoError(t, err)
+		require.Len(t, two, 1)
+		require.Equal(t, 2, two[0].Version)
+		require.True(t, strings.HasSuffix(two[0].Text(), "\n\n"+record+"\n"), "%s:\n%s", name, two[0].Text())
+		if name == "postgres" { // MySQL's database and Oracle's user must exist
+			require.Contains(t, two[0].Text(), "CREATE SCHEMA IF NOT EXISTS billing;\n")
+		}
+	}
+
+	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {4, 0}} {
+		_, err := migrate.Statements(d, r[0], r[1])
+		require.ErrorIs(t, err, oncebox.ErrInvalidInput, "from %d to %d", r[0], r[1])
+		require.ErrorContains(t, err, "from "+strconv.Itoa(r[0]))
+	}
+	_, err = migrate.Statements(nil, 0, 0)
+	require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+	_, err = migrate.Statements(foreign{d}, 0, 0)
+	require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+	require.ErrorContains(t, err, "migrate_test.foreign")
 }
