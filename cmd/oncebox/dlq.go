@@ -132,7 +132,7 @@ func (a *app) dlqListCmd() *cobra.Command {
 				return writeJSON(a.stdout, dlq.NewListResponse(rows, next))
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tEVENT TYPE\tTOPIC\tHANDLER\tRETRIES\tMOVED AT\tLAST ERROR")
+			a.header(tw, "ID\tSTATUS\tSOURCE\tEVENT TYPE\tTOPIC\tHANDLER\tRETRIES\tMOVED AT\tLAST ERROR")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Status, r.Source, r.EventType,
 					r.Topic, dash(r.HandlerName), r.RetryCount, r.MovedAt.Format(time.RFC3339), dash(oneLine(r.LastError, 60)))
@@ -140,9 +140,11 @@ func (a *app) dlqListCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if next != nil {
+			switch {
+			case a.g.noHeaders:
+			case next != nil:
 				fmt.Fprintf(a.stdout, "next cursor: %s\n", next)
-			} else {
+			default:
 				fmt.Fprintf(a.stdout, "(%d rows, last page)\n", len(rows))
 			}
 			return nil

@@ -11,6 +11,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +61,9 @@ type env struct {
 	rootCtx context.Context
 	// onListen is told the address admin serve listens on.
 	onListen func(addr string)
+	// buildInfo reads the binary's build information. Default:
+	// debug.ReadBuildInfo.
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 // exitError carries the exit code of an error.
@@ -105,12 +110,18 @@ func (e *opErr) Unwrap() error { return e.err }
 
 // globals are the persistent flags.
 type globals struct {
-	dsn     string
-	schema  string
-	prefix  string
-	json    bool
-	timeout time.Duration
+	dsn       string
+	schema    string
+	prefix    string
+	database  string
+	config    string
+	json      bool
+	noHeaders bool
+	timeout   time.Duration
 }
+
+// databases are the values of --database and of the config's database key.
+var databases = []string{"postgres", "mysql", "oracle"}
 
 // app is one run of the CLI.
 type app struct {
@@ -124,6 +135,9 @@ func runEnv(e env) int {
 	}
 	if e.getenv == nil {
 		e.getenv = os.Getenv
+	}
+	if e.buildInfo == nil {
+		e.buildInfo = debug.ReadBuildInfo
 	}
 	if e.interactive == nil {
 		in := e.stdin
@@ -141,6 +155,18 @@ func runEnv(e env) int {
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	// cobra's completion command (oncebox completion bash|zsh|fish|
+	// powershell), added here rather than by Execute so that an unknown
+	// shell is a usage error instead of the help and exit 0. It takes its
+	// output writer when it is added: after SetOut.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			// Runnable, or cobra shows the help before it checks Args.
+			c.Args = usageArgs(cobra.NoArgs)
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
 	if e.rootCtx == nil {
 		e.rootCtx = context.Background()
 	}
@@ -168,10 +194,10 @@ func (a *app) rootCmd() *cobra.Command {
 		Long: "oncebox migrates the Oncebox schema, reports the outbox and DLQ backlog and\n" +
 			"manages DLQ rows. Exit codes: 0 success, 1 operation failed, 2 usage error,\n" +
 			"3 not found, 4 aborted at the confirmation prompt.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: a.applyConfig,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -179,10 +205,41 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.g.dsn, "dsn", "", "connection string: postgres://…, mysql://user:pass@host:3306/db or oracle://user:pass@host:1521/service (default $ONCEBOX_DSN)")
 	pf.StringVar(&a.g.schema, "schema", "", "schema (MySQL: database) holding the oncebox tables (default: the connection's)")
 	pf.StringVar(&a.g.prefix, "prefix", "", "table name prefix, e.g. billing_")
+	pf.StringVar(&a.g.database, "database", "", "the database: postgres, mysql or oracle (default: told by --dsn or the --config file)")
+	pf.StringVar(&a.g.config, "config", "", "the service's YAML configuration (oncebox.LoadConfig's): its tables.schema, tables.prefix and database, which flags override")
 	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
+	pf.BoolVar(&a.g.noHeaders, "no-headers", false, "print tables without their header, title and footer lines")
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
-	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd())
+	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(databases, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "json")
+	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd(), a.versionCmd())
 	return root
+}
+
+// applyConfig reads --config and takes from it the schema, the prefix and
+// the database that no flag gave, so that the CLI addresses the tables of
+// the service the file configures. A flag given, even empty, wins.
+func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
+	if a.g.config != "" {
+		cfg, err := oncebox.LoadConfigFile(a.g.config)
+		if err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("--config: %w", err)}
+		}
+		fl := cmd.Flags()
+		if !fl.Changed("schema") {
+			a.g.schema = cfg.Tables.Schema
+		}
+		if !fl.Changed("prefix") {
+			a.g.prefix = cfg.Tables.Prefix
+		}
+		if !fl.Changed("database") {
+			a.g.database = cfg.Database
+		}
+	}
+	if a.g.database != "" && !slices.Contains(databases, a.g.database) {
+		return usageErr("--database must be postgres, mysql or oracle, got %q", a.g.database)
+	}
+	return nil
 }
 
 // args wraps a positional-argument validator so its errors are usage errors.
@@ -236,18 +293,27 @@ func (a *app) dialect(name string) (dialects.Dialect, error) {
 	return d, nil
 }
 
-// connect opens the pool and checks the server answers.
-func (a *app) connect(ctx context.Context) (*conn, error) {
-	dsn := a.g.dsn
-	if dsn == "" {
-		dsn = a.getenv("ONCEBOX_DSN")
-	} else if dsnHasPassword(dsn) {
+// dsn returns --dsn or $ONCEBOX_DSN, warning when --dsn holds a password.
+func (a *app) dsn() string {
+	if a.g.dsn == "" {
+		return a.getenv("ONCEBOX_DSN")
+	}
+	if dsnHasPassword(a.g.dsn) {
 		a.warnFlagSecret("--dsn", "ONCEBOX_DSN")
 	}
+	return a.g.dsn
+}
+
+// connect opens the pool and checks the server answers.
+func (a *app) connect(ctx context.Context) (*conn, error) {
+	dsn := a.dsn()
 	if strings.TrimSpace(dsn) == "" {
 		return nil, usageErr("no database: pass --dsn or set ONCEBOX_DSN")
 	}
 	name := dialectOf(dsn)
+	if a.g.database != "" && a.g.database != name {
+		return nil, dsnError(dsn, fmt.Sprintf("is a %s connection string, but the database is %s (--database or the --config file's database)", name, a.g.database))
+	}
 	d, err := a.dialect(name)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,8 @@ type cli struct {
 	schema      *pgtest.Schema // nil: no --schema/--dsn, unless dsn is set
 	dsn, name   string         // another database's --dsn and --schema
 	interactive bool
+	// buildInfo replaces debug.ReadBuildInfo when set.
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 func newCLI(t *testing.T) *cli {
@@ -51,11 +54,16 @@ func (c *cli) run(stdin string, args ...string) result {
 	} else if c.dsn != "" {
 		full = append(full, "--dsn", c.dsn, "--schema", c.name)
 	}
-	full = append(full, args...)
+	return c.runArgs(stdin, append(full, args...)...)
+}
+
+// runArgs runs the CLI in-process with args alone.
+func (c *cli) runArgs(stdin string, args ...string) result {
+	c.t.Helper()
 	var out, errOut bytes.Buffer
-	code := runEnv(env{args: full, stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
+	code := runEnv(env{args: args, stdin: strings.NewReader(stdin), stdout: &out, stderr: &errOut,
 		clock: clockwork.NewFakeClockAt(now), interactive: func() bool { return c.interactive },
-		getenv: func(string) string { return "" }})
+		getenv: func(string) string { return "" }, buildInfo: c.buildInfo})
 	return result{code: code, stdout: c.mask(out.String()), stderr: c.mask(errOut.String())}
 }
 

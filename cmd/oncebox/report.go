@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,11 +19,21 @@ import (
 )
 
 func (a *app) migrateCmd() *cobra.Command {
-	return &cobra.Command{
+	var p printSQL
+	c := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply the schema's migrations that are not applied yet",
-		Args:  usageArgs(cobra.NoArgs),
+		Short: "Apply the schema's migrations that are not applied yet, or print their SQL (--print-sql)",
+		Long: "Apply the schema's migrations that are not applied yet, in one transaction under a lock.\n\n" +
+			"With --print-sql, connect to nothing and print the SQL of the migrations instead, for a team\n" +
+			"that applies the schema with its own tool (goose, Flyway, Atlas, psql): see docs/schema.md.",
+		Args: usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if p.on {
+				return a.printSQL(p)
+			}
+			if p.from != 0 || p.to != 0 || p.outDir != "" {
+				return usageErr("--from, --to and --out-dir go with --print-sql")
+			}
 			ctx, c, done, err := a.open(cmd)
 			if err != nil {
 				return err
@@ -70,6 +84,12 @@ func (a *app) migrateCmd() *cobra.Command {
 			return nil
 		}),
 	}
+	fl := c.Flags()
+	fl.BoolVar(&p.on, "print-sql", false, "print the migrations' SQL (with the statements that record each version) instead of applying it")
+	fl.IntVar(&p.from, "from", 0, "with --print-sql: the version the schema is at (0: empty)")
+	fl.IntVar(&p.to, "to", 0, "with --print-sql: the last version to print (0: the latest)")
+	fl.StringVar(&p.outDir, "out-dir", "", "with --print-sql: write one file per version in this directory instead of stdout")
+	return c
 }
 
 type outboxStat struct {
@@ -113,9 +133,11 @@ func (a *app) statusCmd() *cobra.Command {
 			if a.g.json {
 				return writeJSON(a.stdout, map[string]any{"now": now, "outbox": outbox, "dlq": dlqs})
 			}
-			fmt.Fprintln(a.stdout, "OUTBOX")
+			// --no-headers: the rows alone, the outbox's then, after an
+			// empty line, the DLQ's.
+			a.header(a.stdout, "OUTBOX")
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "EVENT TYPE\tSTATUS\tCOUNT\tOLDEST PENDING\tAGE")
+			a.header(tw, "EVENT TYPE\tSTATUS\tCOUNT\tOLDEST PENDING\tAGE")
 			for _, s := range outbox {
 				oldest, age := "-", "-"
 				if s.OldestPendingAt != nil {
@@ -125,19 +147,20 @@ func (a *app) statusCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.EventType, s.Status, s.Count, oldest, age)
 			}
 			if len(outbox) == 0 {
-				fmt.Fprintln(tw, "(empty)\t\t\t\t")
+				a.header(tw, "(empty)\t\t\t\t")
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintln(a.stdout, "\nDLQ")
+			fmt.Fprintln(a.stdout)
+			a.header(a.stdout, "DLQ")
 			tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "STATUS\tSOURCE\tCOUNT")
+			a.header(tw, "STATUS\tSOURCE\tCOUNT")
 			for _, s := range dlqs {
 				fmt.Fprintf(tw, "%s\t%s\t%d\n", s.Status, s.Source, s.Count)
 			}
 			if len(dlqs) == 0 {
-				fmt.Fprintln(tw, "(empty)\t\t")
+				a.header(tw, "(empty)\t\t")
 			}
 			return tw.Flush()
 		}),
@@ -190,4 +213,60 @@ func readBacklog(ctx context.Context, c *conn) ([]outboxStat, []dlqStat, error) 
 		return dlqs[i].Source < dlqs[j].Source
 	})
 	return outbox, dlqs, nil
+}
+
+// header writes a line of a table that is not a row (a title, the column
+// names, a footer), unless --no-headers.
+func (a *app) header(w io.Writer, line string) {
+	if !a.g.noHeaders {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// printSQL are the flags of migrate --print-sql.
+type printSQL struct {
+	on       bool
+	from, to int
+	outDir   string
+}
+
+// printSQL prints, or writes to files, the SQL of the migrations for the
+// database --database, the --config file or --dsn names, with connecting
+// to nothing.
+func (a *app) printSQL(p printSQL) error {
+	name := a.g.database
+	if name == "" {
+		if dsn := a.dsn(); strings.TrimSpace(dsn) != "" {
+			name = dialectOf(dsn)
+		}
+	}
+	if name == "" {
+		return usageErr("--print-sql: which database? pass --database postgres|mysql|oracle, a --config file with a database key, or --dsn")
+	}
+	d, err := a.dialect(name)
+	if err != nil {
+		return err
+	}
+	scripts, err := migrate.Statements(d, p.from, p.to)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("--from/--to: %w", err)}
+	}
+	if len(scripts) == 0 {
+		fmt.Fprintf(a.stderr, "oncebox: no migration above version %d: nothing to print\n", p.from)
+	}
+	for i, s := range scripts {
+		if p.outDir == "" {
+			if i > 0 {
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprint(a.stdout, s.Text())
+			continue
+		}
+		path := filepath.Join(p.outDir, s.Name)
+		if err := os.WriteFile(path, []byte(s.Text()), 0o644); err != nil {
+			return fmt.Errorf("--out-dir: %w", err)
+		}
+		fmt.Fprintln(a.stderr, "wrote", path)
+	}
+	return nil
 }
