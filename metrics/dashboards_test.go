@@ -350,8 +350,10 @@ func selectors(expr string) []selector {
 	var out []selector
 	from := 0
 	for _, name := range metricNames(expr) {
+		// The first whole-identifier occurrence after the previous one
+		// (metricNames returns them in order).
 		i := from + strings.Index(m[from:], name)
-		for i > 0 && isIdent(m[i-1]) || !isSelectorAt(m, i, name) {
+		for !isSelectorAt(m, i, name) {
 			i = i + 1 + strings.Index(m[i+1:], name)
 		}
 		s := selector{name: name, pos: i}
