@@ -310,6 +310,10 @@ func TestDashboardsWorkWithReplicasAndKubernetes(t *testing.T) {
 			for _, l := range targetLabels[2:] {
 				require.NotRegexp(t, `\b`+l+`\b`, stringLit.ReplaceAllString(q.expr, `""`), "%s: uses the label %s", where, l)
 			}
+			for _, l := range labelLists.FindAllString(masked(q.expr), -1) {
+				require.Regexp(t, `^(?i)[a-z_]+\s*\(\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*\)$`, l,
+					"%s: a by/without/on/ignoring list holds label names only", where)
+			}
 			for _, s := range selectors(q.expr) {
 				require.Contains(t, s.matchers, `job=~"$job"`, "%s: selects %s without job=~\"$job\"", where, s.name)
 				require.Contains(t, s.matchers, `instance=~"$instance"`, "%s: selects %s without instance=~\"$instance\"", where, s.name)
