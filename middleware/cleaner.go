@@ -122,10 +122,13 @@ func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config In
 	}, nil
 }
 
-// Running is closed once Run has started.
+// Running is closed once Run has started, or has returned (Close before
+// Run): `go c.Run(ctx); <-c.Running()` never hangs.
 func (c *InboxCleaner) Running() chan struct{} { return c.running }
 
-// Run cleans on the schedule until ctx ends or Close is called.
+// Run cleans on the schedule until ctx ends or Close is called, then returns
+// nil. After Close it returns oncebox.ErrClosed at once, without cleaning.
+// It may be called once.
 func (c *InboxCleaner) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
@@ -135,6 +138,15 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	c.started = true
 	c.mu.Unlock()
 	defer close(c.done)
+	// Running is closed however Run ends.
+	var runningOnce sync.Once
+	markRunning := func() { runningOnce.Do(func() { close(c.running) }) }
+	defer markRunning()
+	select {
+	case <-c.closing:
+		return oncebox.ErrClosed
+	default:
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -144,7 +156,7 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	close(c.running)
+	markRunning()
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
 		n, skipped, err := c.locker.CleanUp(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
