@@ -68,33 +68,54 @@ type InboxCleaner struct {
 	closeOnce sync.Once
 }
 
+// withDefaults fills the defaults of c and lists its problems.
+func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
+	}
+	if c.CleanUp.TTL == 0 {
+		c.CleanUp.TTL = oncebox.DefaultInboxTTL
+	}
+	if c.CleanUp.BatchSize == 0 {
+		c.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
+	}
+	if c.CleanUp.TTL < 0 {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", c.CleanUp.TTL))
+	}
+	if c.CleanUp.BatchSize < 0 || c.CleanUp.BatchSize > oncebox.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, c.CleanUp.BatchSize))
+	}
+	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	errs = append(errs, c.Schedule.Validate("InboxCleanerConfig.Schedule"))
+	if c.Lease == 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.Lease < 0 {
+		errs = append(errs, fmt.Errorf("InboxCleanerConfig.Lease must be > 0, got %s", c.Lease))
+	}
+	return c, errs
+}
+
+// Validate checks c as NewInboxCleaner does, zero fields taking their
+// defaults; the error names every field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func (c InboxCleanerConfig) Validate() error {
+	_, errs := c.withDefaults()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
 // NewInboxCleaner returns an InboxCleaner over db, a pool.
 func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config InboxCleanerConfig) (*InboxCleaner, error) {
 	var errs []error
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
-	if config.Dialect == nil {
-		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
-	}
-	if config.CleanUp.TTL == 0 {
-		config.CleanUp.TTL = oncebox.DefaultInboxTTL
-	}
-	if config.CleanUp.BatchSize == 0 {
-		config.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
-	}
-	if config.CleanUp.TTL < 0 {
-		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", config.CleanUp.TTL))
-	}
-	if config.CleanUp.BatchSize < 0 || config.CleanUp.BatchSize > oncebox.MaxBatchSize {
-		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, config.CleanUp.BatchSize))
-	}
-	config.Schedule = config.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
-	errs = append(errs, config.Schedule.Validate("InboxCleanerConfig.Schedule"))
-	if config.Lease == 0 {
-		config.Lease = 10 * time.Minute
-	}
-	if err := errors.Join(errs...); err != nil {
+	config, problems := config.withDefaults()
+	if err := errors.Join(append(errs, problems...)...); err != nil {
 		return nil, fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
 	}
 	if config.InstanceID == "" {

@@ -167,28 +167,37 @@ type Inbox struct {
 	lastCacheLog time.Time
 }
 
-// NewInbox validates config and returns an Inbox.
-func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+// Validate checks c as NewInbox does; the error names every field at fault
+// and wraps oncebox.ErrInvalidConfig.
+func (c InboxConfig) Validate() error {
 	var errs []error
-	if config.DB == nil {
+	if c.DB == nil {
 		errs = append(errs, errors.New("InboxConfig.DB is nil"))
-	} else if _, isTx := config.DB.(interface{ Commit() error }); isTx {
+	} else if _, isTx := c.DB.(interface{ Commit() error }); isTx {
 		errs = append(errs, errors.New("InboxConfig.DB is a transaction; the inbox opens its own on a pool"))
 	}
-	if config.Dialect == nil {
+	if c.Dialect == nil {
 		errs = append(errs, errors.New("InboxConfig.Dialect is nil"))
 	}
-	if config.Mode != Transactional && config.Mode != NonTransactional {
-		errs = append(errs, fmt.Errorf("InboxConfig.Mode %d is neither Transactional nor NonTransactional", int(config.Mode)))
+	if c.Mode != Transactional && c.Mode != NonTransactional {
+		errs = append(errs, fmt.Errorf("InboxConfig.Mode %d is neither Transactional nor NonTransactional", int(c.Mode)))
 	}
-	if len(config.Namespace) > MaxKeyLength || !utf8.ValidString(config.Namespace) {
+	if len(c.Namespace) > MaxKeyLength || !utf8.ValidString(c.Namespace) {
 		errs = append(errs, fmt.Errorf("InboxConfig.Namespace must be valid UTF-8 of at most %d bytes", MaxKeyLength))
 	}
-	if config.Namespace != "" && config.NamespaceByHandler {
+	if c.Namespace != "" && c.NamespaceByHandler {
 		errs = append(errs, errors.New("InboxConfig.Namespace and NamespaceByHandler are exclusive"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// NewInbox validates config and returns an Inbox.
+func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
 	}
 	if config.Key == nil {
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)

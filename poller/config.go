@@ -156,6 +156,15 @@ const maxInstanceIDLength = 255
 // work it waits Min, otherwise its delay grows by Multiplier up to Max.
 type Schedule = pacing.Schedule
 
+// Validate checks c as New does, zero fields taking their defaults: the
+// dialect, the oncebox configuration, the event types and every duration
+// and bound. The error names every field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func (c Config) Validate() error {
+	_, _, err := c.withDefaults()
+	return err
+}
+
 // withDefaults fills the defaults and resolves the event types.
 func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.Dialect == nil {
