@@ -32,7 +32,7 @@ type JobResult = pacing.JobResult
 type InboxCleanerConfig struct {
 	// Dialect builds the SQL. Required.
 	Dialect dialects.Dialect
-	// CleanUp is the brief's inbox.clean-up: ids older than TTL (default
+	// CleanUp is inbox.clean-up of the configuration: ids older than TTL (default
 	// 24h) are deleted, BatchSize (default 1000) per statement. The ttl must
 	// outlast the longest time a duplicate can still arrive (broker
 	// retention, consumer-group replays).

@@ -81,7 +81,7 @@ type InboxConfig struct {
 	Key KeyFunc
 	// Namespace separates the ids of different consumers sharing one inbox
 	// table. Default "": one event is handled once per service, whatever the
-	// handler — the brief's rule "one consumer per event per service".
+	// handler (one consumer per event per service).
 	Namespace string
 	// NamespaceByHandler uses the router handler's name as the namespace, so
 	// that two handlers of one service may each handle the same event. The
@@ -448,7 +448,7 @@ func (i *Inbox) checkAckedEarly(msg *message.Message) {
 
 // checkSharedTopic warns once per topic when two handlers of one process
 // share the inbox namespace for the same topic: the second would skip every
-// event the first handled (the brief's "one consumer per event per service").
+// event the first handled (one consumer per event per service).
 func (i *Inbox) checkSharedTopic(ctx context.Context) {
 	handler, topic := message.HandlerNameFromCtx(ctx), message.SubscribeTopicFromCtx(ctx)
 	if handler == "" || topic == "" || i.config.NamespaceByHandler {

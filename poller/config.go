@@ -50,8 +50,9 @@ type Config struct {
 	// batch, which runs even while closing. Default 10s.
 	FinalizeTimeout time.Duration
 	// MaxConcurrentQueries bounds the goroutines that use a database
-	// connection at once. Default: Oncebox.ThreadPoolSize, or the brief's
-	// 2 + n (5 + n with DLQ) for n event types.
+	// connection at once. Default: Oncebox.ThreadPoolSize, or else 2 + n
+	// (5 + n with the DLQ) for n event types: one connection for each
+	// goroutine of the relay that may hold one.
 	MaxConcurrentQueries int
 	// IsUnavailable tells whether a publish error means the broker cannot be
 	// reached: the batch is then released without counting an attempt and
