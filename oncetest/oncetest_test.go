@@ -281,3 +281,21 @@ func fails(t *testing.T, fn func(tb testing.TB)) string {
 	require.NotEmpty(t, f.failure, "the helper did not fail")
 	return f.failure
 }
+
+func TestHelpersNameTheBadInput(t *testing.T) {
+	t.Parallel()
+	onServers(t, func(t *testing.T, tg dbtest.Target, env *dbtest.Env) {
+		// env's tables were never migrated.
+		msg := fails(t, func(tb testing.TB) { oncetest.RequireEvents(tb, env.Beginner, env.Dialect, nil) })
+		require.Contains(t, msg, "oncetest.RequireEvents: oncetest: read the outbox "+env.Tables.Events+": ")
+		require.Contains(t, fails(t, func(tb testing.TB) { oncetest.RequireEvents(tb, nil, env.Dialect, nil) }),
+			"the handle or the dialect is nil")
+		require.Equal(t, "oncetest: NewSchema: db is nil", fails(t, func(tb testing.TB) { oncetest.NewSchema(tb, nil, tg.Name) }))
+
+		_, err := oncetest.Drain(context.Background(), env.Beginner, nil, gochannel.NewGoChannel(gochannel.Config{}, nil))
+		require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+		require.ErrorContains(t, err, "oncetest.Drain: the dialect is nil")
+		_, err = oncetest.Drain(context.Background(), env.Beginner, env.Dialect, nil)
+		require.ErrorContains(t, err, "publisherOut is nil")
+	})
+}
