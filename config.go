@@ -60,13 +60,15 @@ const (
 	PollingFixed PollingType = "fixed"
 )
 
-// Config is the whole oncebox configuration: the brief's `oncebox:` block.
+// Config is the whole oncebox configuration: the `oncebox:` block of a
+// service's YAML file.
 // Build it in Go or load it with [LoadConfig]; call [Config.WithDefaults] and
 // [Config.Validate] (LoadConfig does both) before use.
 type Config struct {
 	// ThreadPoolSize bounds the number of goroutines of the relay that use a
-	// database connection at once. 0 means the brief's formula: 2 + n without
-	// DLQ and 5 + n with DLQ, n being the number of event types.
+	// database connection at once. 0 means 2 + n without DLQ and 5 + n with
+	// DLQ, n being the number of event types: one connection for each
+	// goroutine of the relay that may hold one.
 	ThreadPoolSize int `yaml:"thread-pool-size"`
 	// Database names the database the tables are on: "postgres", "mysql"
 	// (MySQL and MariaDB) or "oracle"; it selects the dialect, and the

@@ -10,15 +10,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// fileConfig is the shape of a configuration file: the brief's document, with
-// everything under a top-level "oncebox" key.
+// fileConfig is the shape of a configuration file: everything under a
+// top-level "oncebox" key.
 type fileConfig struct {
 	Oncebox *Config `yaml:"oncebox"`
 }
 
 // LoadConfig reads a YAML or JSON document (JSON is a subset of YAML) whose
 // top-level key is "oncebox", applies the defaults and validates the result.
-// The keys are the brief's: batch-size, min-fixed-delay, max-retries, …;
+// The keys are kebab-case: batch-size, min-fixed-delay, max-retries, …
+// (docs/configuration.md lists them);
 // durations are strings such as "250ms", "1m", "24h". An unknown or misspelled
 // key is an error naming its line, never silently ignored.
 func LoadConfig(r io.Reader) (Config, error) {

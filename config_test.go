@@ -12,7 +12,7 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 )
 
-// briefConfig is the article's configuration written as Go structs.
+// briefConfig is testdata/brief.yaml written as Go structs.
 func briefConfig() oncebox.Config {
 	return oncebox.Config{
 		ThreadPoolSize: 5,

@@ -48,6 +48,10 @@ type Migration struct {
 
 // Dialect builds the SQL of one database. Implementations are safe for
 // concurrent use and immutable once built.
+//
+// Dialect is not meant to be implemented outside this module: use the
+// dialects New returns (PostgreSQL, MySQL/MariaDB, Oracle). Methods may be
+// added to it in minor versions.
 type Dialect interface {
 	// Name is "postgres", "mysql" or "oracle".
 	Name() string
@@ -90,6 +94,11 @@ type Dialect interface {
 	// MaxRowsPerInsert is the most rows EventsInsert can take in one
 	// statement, bounded by the database's limit on bind parameters.
 	MaxRowsPerInsert() int
+	// EventsList selects every row of the outbox table in id order
+	// (publish order within a process), whatever its status, columns in
+	// the order of StoredEvent.ScanTargets. It scans the whole table: for
+	// tests (package oncetest) and tools, not for the relay.
+	EventsList() Query
 
 	// Claim locks up to p.Limit due PENDING rows of p.EventType that no other
 	// claimer holds, flips them to IN_PROCESS with p.Token and returns them,

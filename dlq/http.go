@@ -1,6 +1,7 @@
 package dlq
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -52,12 +53,11 @@ type HandlerConfig struct {
 	BasePath string
 }
 
-// NewHandler returns the DLQ REST handler (see docs/dlq.md and
-// docs/dlq-openapi.yaml). It refuses, with an error wrapping
-// oncebox.ErrInvalidConfig that names the field, a nil Store, a nil
-// Authorize without AllowUnauthenticatedDangerously, and a BasePath that
-// ValidateBasePath refuses.
-func NewHandler(cfg HandlerConfig) (http.Handler, error) {
+// Validate checks cfg as NewHandler does: a nil Store, a nil Authorize
+// without AllowUnauthenticatedDangerously, a BasePath that ValidateBasePath
+// refuses. The error names each field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func (cfg HandlerConfig) Validate() error {
 	var errs []error
 	if cfg.Store == nil {
 		errs = append(errs, errors.New("HandlerConfig.Store is nil"))
@@ -65,17 +65,25 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Authorize == nil && !cfg.AllowUnauthenticatedDangerously {
 		errs = append(errs, errors.New("HandlerConfig.Authorize is nil: set it (e.g. dlq.BearerToken) or set AllowUnauthenticatedDangerously"))
 	}
-	base := cfg.BasePath
-	if base == "" {
-		base = DefaultBasePath
-	}
-	if err := ValidateBasePath(base); err != nil {
+	if err := ValidateBasePath(cmp.Or(cfg.BasePath, DefaultBasePath)); err != nil {
 		errs = append(errs, fmt.Errorf("HandlerConfig.%w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
-	base = strings.TrimSuffix(base, "/")
+	return nil
+}
+
+// NewHandler returns the DLQ REST handler (see docs/dlq.md and
+// docs/dlq-openapi.yaml). It refuses, with an error wrapping
+// oncebox.ErrInvalidConfig that names the field, a nil Store, a nil
+// Authorize without AllowUnauthenticatedDangerously, and a BasePath that
+// ValidateBasePath refuses.
+func NewHandler(cfg HandlerConfig) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	base := strings.TrimSuffix(cmp.Or(cfg.BasePath, DefaultBasePath), "/")
 	logger := cfg.Logger
 	if logger == nil {
 		logger = watermill.NopLogger{}

@@ -70,6 +70,22 @@ func (s *Store) report(action string, n int) {
 	}
 }
 
+// Validate checks config; the error names the field at fault and wraps
+// oncebox.ErrInvalidConfig. NewStore calls it.
+func (c Config) Validate() error {
+	if err := errors.Join(c.problems()...); err != nil {
+		return fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func (c Config) problems() []error {
+	if c.Dialect == nil {
+		return []error{errors.New("Config.Dialect is nil")}
+	}
+	return nil
+}
+
 // NewStore returns a Store over db, a pool (sql.BeginnerFromPgx,
 // sql.BeginnerFromStdSQL) or a transaction. Errors name the missing field.
 func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
@@ -77,9 +93,7 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
-	if config.Dialect == nil {
-		errs = append(errs, errors.New("Config.Dialect is nil"))
-	}
+	errs = append(errs, config.problems()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}

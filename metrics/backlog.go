@@ -73,6 +73,26 @@ type backlogRow struct {
 
 var _ prometheus.Collector = (*BacklogCollector)(nil)
 
+// Validate checks c as NewBacklogCollector does; the error names every
+// field at fault and wraps oncebox.ErrInvalidConfig.
+func (c BacklogConfig) Validate() error {
+	if err := errors.Join(c.problems()...); err != nil {
+		return fmt.Errorf("%w: backlog collector: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+func (c BacklogConfig) problems() []error {
+	var errs []error
+	if c.TTL < 0 {
+		errs = append(errs, fmt.Errorf("BacklogConfig.TTL must not be negative (0: the default %s), got %s", DefaultBacklogTTL, c.TTL))
+	}
+	if c.QueryTimeout < 0 {
+		errs = append(errs, fmt.Errorf("BacklogConfig.QueryTimeout must not be negative (0: the default %s), got %s", DefaultBacklogQueryTimeout, c.QueryTimeout))
+	}
+	return errs
+}
+
 // NewBacklogCollector returns a collector over db (a pool: each refresh is
 // one statement) for the tables of d. Register it with a
 // prometheus.Registerer; it runs no query until the first scrape.
@@ -84,9 +104,7 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 	if d == nil {
 		errs = append(errs, errors.New("dialect is nil"))
 	}
-	if cfg.TTL < 0 || cfg.QueryTimeout < 0 {
-		errs = append(errs, errors.New("BacklogConfig.TTL and QueryTimeout must not be negative"))
-	}
+	errs = append(errs, cfg.problems()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: backlog collector: %w", oncebox.ErrInvalidConfig, err)
 	}

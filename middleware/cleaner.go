@@ -32,7 +32,7 @@ type JobResult = pacing.JobResult
 type InboxCleanerConfig struct {
 	// Dialect builds the SQL. Required.
 	Dialect dialects.Dialect
-	// CleanUp is the brief's inbox.clean-up: ids older than TTL (default
+	// CleanUp is inbox.clean-up of the configuration: ids older than TTL (default
 	// 24h) are deleted, BatchSize (default 1000) per statement. The ttl must
 	// outlast the longest time a duplicate can still arrive (broker
 	// retention, consumer-group replays).
@@ -68,33 +68,54 @@ type InboxCleaner struct {
 	closeOnce sync.Once
 }
 
+// withDefaults fills the defaults of c and lists its problems.
+func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
+	}
+	if c.CleanUp.TTL == 0 {
+		c.CleanUp.TTL = oncebox.DefaultInboxTTL
+	}
+	if c.CleanUp.BatchSize == 0 {
+		c.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
+	}
+	if c.CleanUp.TTL < 0 {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", c.CleanUp.TTL))
+	}
+	if c.CleanUp.BatchSize < 0 || c.CleanUp.BatchSize > oncebox.MaxBatchSize {
+		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, c.CleanUp.BatchSize))
+	}
+	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	errs = append(errs, c.Schedule.Validate("InboxCleanerConfig.Schedule"))
+	if c.Lease == 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.Lease < 0 {
+		errs = append(errs, fmt.Errorf("InboxCleanerConfig.Lease must be > 0, got %s", c.Lease))
+	}
+	return c, errs
+}
+
+// Validate checks c as NewInboxCleaner does, zero fields taking their
+// defaults; the error names every field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func (c InboxCleanerConfig) Validate() error {
+	_, errs := c.withDefaults()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
 // NewInboxCleaner returns an InboxCleaner over db, a pool.
 func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config InboxCleanerConfig) (*InboxCleaner, error) {
 	var errs []error
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
-	if config.Dialect == nil {
-		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
-	}
-	if config.CleanUp.TTL == 0 {
-		config.CleanUp.TTL = oncebox.DefaultInboxTTL
-	}
-	if config.CleanUp.BatchSize == 0 {
-		config.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
-	}
-	if config.CleanUp.TTL < 0 {
-		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", config.CleanUp.TTL))
-	}
-	if config.CleanUp.BatchSize < 0 || config.CleanUp.BatchSize > oncebox.MaxBatchSize {
-		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, config.CleanUp.BatchSize))
-	}
-	config.Schedule = config.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
-	errs = append(errs, config.Schedule.Validate("InboxCleanerConfig.Schedule"))
-	if config.Lease == 0 {
-		config.Lease = 10 * time.Minute
-	}
-	if err := errors.Join(errs...); err != nil {
+	config, problems := config.withDefaults()
+	if err := errors.Join(append(errs, problems...)...); err != nil {
 		return nil, fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
 	}
 	if config.InstanceID == "" {
@@ -122,10 +143,13 @@ func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config In
 	}, nil
 }
 
-// Running is closed once Run has started.
+// Running is closed once Run has started, or has returned (Close before
+// Run): `go c.Run(ctx); <-c.Running()` never hangs.
 func (c *InboxCleaner) Running() chan struct{} { return c.running }
 
-// Run cleans on the schedule until ctx ends or Close is called.
+// Run cleans on the schedule until ctx ends or Close is called, then returns
+// nil. After Close it returns oncebox.ErrClosed at once, without cleaning.
+// It may be called once.
 func (c *InboxCleaner) Run(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
@@ -135,6 +159,15 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	c.started = true
 	c.mu.Unlock()
 	defer close(c.done)
+	// Running is closed however Run ends.
+	var runningOnce sync.Once
+	markRunning := func() { runningOnce.Do(func() { close(c.running) }) }
+	defer markRunning()
+	select {
+	case <-c.closing:
+		return oncebox.ErrClosed
+	default:
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -144,7 +177,7 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	close(c.running)
+	markRunning()
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
 		n, skipped, err := c.locker.CleanUp(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,

@@ -81,7 +81,7 @@ type InboxConfig struct {
 	Key KeyFunc
 	// Namespace separates the ids of different consumers sharing one inbox
 	// table. Default "": one event is handled once per service, whatever the
-	// handler — the brief's rule "one consumer per event per service".
+	// handler (one consumer per event per service).
 	Namespace string
 	// NamespaceByHandler uses the router handler's name as the namespace, so
 	// that two handlers of one service may each handle the same event. The
@@ -167,28 +167,37 @@ type Inbox struct {
 	lastCacheLog time.Time
 }
 
-// NewInbox validates config and returns an Inbox.
-func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+// Validate checks c as NewInbox does; the error names every field at fault
+// and wraps oncebox.ErrInvalidConfig.
+func (c InboxConfig) Validate() error {
 	var errs []error
-	if config.DB == nil {
+	if c.DB == nil {
 		errs = append(errs, errors.New("InboxConfig.DB is nil"))
-	} else if _, isTx := config.DB.(interface{ Commit() error }); isTx {
+	} else if _, isTx := c.DB.(interface{ Commit() error }); isTx {
 		errs = append(errs, errors.New("InboxConfig.DB is a transaction; the inbox opens its own on a pool"))
 	}
-	if config.Dialect == nil {
+	if c.Dialect == nil {
 		errs = append(errs, errors.New("InboxConfig.Dialect is nil"))
 	}
-	if config.Mode != Transactional && config.Mode != NonTransactional {
-		errs = append(errs, fmt.Errorf("InboxConfig.Mode %d is neither Transactional nor NonTransactional", int(config.Mode)))
+	if c.Mode != Transactional && c.Mode != NonTransactional {
+		errs = append(errs, fmt.Errorf("InboxConfig.Mode %d is neither Transactional nor NonTransactional", int(c.Mode)))
 	}
-	if len(config.Namespace) > MaxKeyLength || !utf8.ValidString(config.Namespace) {
+	if len(c.Namespace) > MaxKeyLength || !utf8.ValidString(c.Namespace) {
 		errs = append(errs, fmt.Errorf("InboxConfig.Namespace must be valid UTF-8 of at most %d bytes", MaxKeyLength))
 	}
-	if config.Namespace != "" && config.NamespaceByHandler {
+	if c.Namespace != "" && c.NamespaceByHandler {
 		errs = append(errs, errors.New("InboxConfig.Namespace and NamespaceByHandler are exclusive"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// NewInbox validates config and returns an Inbox.
+func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
 	}
 	if config.Key == nil {
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
@@ -439,7 +448,7 @@ func (i *Inbox) checkAckedEarly(msg *message.Message) {
 
 // checkSharedTopic warns once per topic when two handlers of one process
 // share the inbox namespace for the same topic: the second would skip every
-// event the first handled (the brief's "one consumer per event per service").
+// event the first handled (one consumer per event per service).
 func (i *Inbox) checkSharedTopic(ctx context.Context) {
 	handler, topic := message.HandlerNameFromCtx(ctx), message.SubscribeTopicFromCtx(ctx)
 	if handler == "" || topic == "" || i.config.NamespaceByHandler {

@@ -60,17 +60,26 @@ type PoisonQueue struct {
 	logger watermill.LoggerAdapter
 }
 
-// NewPoisonQueue validates config and returns a PoisonQueue.
-func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*PoisonQueue, error) {
+// Validate checks c as NewPoisonQueue does; the error names every field at
+// fault and wraps oncebox.ErrInvalidConfig.
+func (c PoisonConfig) Validate() error {
 	var errs []error
-	if config.DB == nil {
+	if c.DB == nil {
 		errs = append(errs, errors.New("PoisonConfig.DB is nil"))
 	}
-	if config.Dialect == nil {
+	if c.Dialect == nil {
 		errs = append(errs, errors.New("PoisonConfig.Dialect is nil"))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: poison queue: %w", oncebox.ErrInvalidConfig, err)
+		return fmt.Errorf("%w: poison queue: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// NewPoisonQueue validates config and returns a PoisonQueue.
+func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*PoisonQueue, error) {
+	if err := config.Validate(); err != nil {
+		return nil, err
 	}
 	if config.Key == nil {
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)

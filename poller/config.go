@@ -50,8 +50,9 @@ type Config struct {
 	// batch, which runs even while closing. Default 10s.
 	FinalizeTimeout time.Duration
 	// MaxConcurrentQueries bounds the goroutines that use a database
-	// connection at once. Default: Oncebox.ThreadPoolSize, or the brief's
-	// 2 + n (5 + n with DLQ) for n event types.
+	// connection at once. Default: Oncebox.ThreadPoolSize, or else 2 + n
+	// (5 + n with the DLQ) for n event types: one connection for each
+	// goroutine of the relay that may hold one.
 	MaxConcurrentQueries int
 	// IsUnavailable tells whether a publish error means the broker cannot be
 	// reached: the batch is then released without counting an attempt and
@@ -155,6 +156,15 @@ const maxInstanceIDLength = 255
 // Schedule is the adaptive pace of a background job: after a run that found
 // work it waits Min, otherwise its delay grows by Multiplier up to Max.
 type Schedule = pacing.Schedule
+
+// Validate checks c as New does, zero fields taking their defaults: the
+// dialect, the oncebox configuration, the event types and every duration
+// and bound. The error names every field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func (c Config) Validate() error {
+	_, _, err := c.withDefaults()
+	return err
+}
 
 // withDefaults fills the defaults and resolves the event types.
 func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {

@@ -34,8 +34,7 @@
 // A Poller runs n + 2 goroutines (n event types, recovery, clean-up), plus
 // three when the DLQ is enabled (DLQ transfer, DLQ retry, DLQ clean-up):
 // n + 5. Each holds at most one database connection at a time, so it uses
-// at most n + 2 connections, or n + 5 with the DLQ: the brief's pool size
-// (2 + n without DLQ, 5 + n with), which is the default of
-// Config.MaxConcurrentQueries; set lower, it bounds the database users
+// at most n + 2 connections, or n + 5 with the DLQ, which is the default of
+// Config.MaxConcurrentQueries (and of thread-pool-size); set lower, it bounds the database users
 // further. Sends do not hold a connection.
 package poller

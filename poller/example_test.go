@@ -1,8 +1,10 @@
 package poller_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
@@ -22,7 +23,7 @@ import (
 // in-memory Go channel stands in for Kafka.
 func Example() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.DSN())
+	pool, err := pgxpool.New(ctx, cmp.Or(os.Getenv("ONCEBOX_TEST_POSTGRES_DSN"), "postgres://root@127.0.0.1:5432/test?sslmode=disable"))
 	if err != nil {
 		panic(err)
 	}

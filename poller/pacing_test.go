@@ -30,7 +30,7 @@ func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
 	trace.Reset()
 	start(t, p)
 
-	// Ramp-up: the first delays are the brief's.
+	// Ramp-up: 250ms, then × the default multiplier 1.5.
 	stepUntil(t, b.clock, 3, 125*time.Millisecond, time.Minute, func() bool { return len(h.Snapshot().Polls) >= 3 })
 	polls := h.Snapshot().Polls
 	require.Equal(t, []time.Duration{250 * time.Millisecond, 375 * time.Millisecond, 562500 * time.Microsecond},

@@ -1,8 +1,10 @@
 package publisher_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -11,7 +13,6 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -19,7 +20,7 @@ import (
 // The order row and its event commit together, or not at all.
 func Example() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.DSN())
+	pool, err := pgxpool.New(ctx, cmp.Or(os.Getenv("ONCEBOX_TEST_POSTGRES_DSN"), "postgres://root@127.0.0.1:5432/test?sslmode=disable"))
 	if err != nil {
 		panic(err)
 	}
@@ -75,7 +76,7 @@ func Example() {
 // Publishing without a transaction is an error, not a silent auto-commit.
 func ExampleNewPublisher_refusesAPool() {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtest.DSN())
+	pool, err := pgxpool.New(ctx, cmp.Or(os.Getenv("ONCEBOX_TEST_POSTGRES_DSN"), "postgres://root@127.0.0.1:5432/test?sslmode=disable"))
 	if err != nil {
 		panic(err)
 	}

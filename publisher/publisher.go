@@ -102,6 +102,22 @@ type Publisher struct {
 
 var _ message.Publisher = (*Publisher)(nil)
 
+// Validate checks c, zero fields taking their defaults: the dialect and the
+// oncebox configuration (as oncebox.Config.Validate after WithDefaults). The
+// error names every field at fault and wraps
+// oncebox.ErrInvalidConfig. NewPublisher, which runs for every transaction,
+// checks only the dialect: call Validate once at start-up.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, fmt.Errorf("%w: publisher: Config.Dialect is nil", oncebox.ErrInvalidConfig))
+	}
+	if err := c.Oncebox.WithDefaults().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("publisher: Config.Oncebox: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // NewPublisher returns a Publisher writing through db, which must be the
 // caller's open transaction: sql.TxFromPgx(tx), sql.TxFromStdSQL(tx) or any
 // sql.ContextExecutor with Commit and Rollback methods. A pool or a *sql.DB is

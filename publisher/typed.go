@@ -72,8 +72,8 @@ type EmitOptions[In, Out any] struct {
 
 // Emit wraps fn, which already runs in its caller's transaction, so that its
 // result is published as an event of eventType in the same transaction when,
-// and only when, fn returns no error. It is the Go form of the original
-// library's annotation: the business change and its event commit together.
+// and only when, fn returns no error: the business change and its event
+// commit together, with no Publish call in fn.
 //
 // The returned function builds a Publisher over tx with config at each call;
 // tx must be the caller's open transaction (see NewPublisher). An error of

@@ -76,6 +76,14 @@ type PublisherConfig struct {
 	MessageUUIDHeader string
 }
 
+// Validate checks c as NewPublisher does, zero fields taking their
+// defaults; the error names every field at fault (the URL with its password
+// redacted) and wraps oncebox.ErrInvalidConfig.
+func (c PublisherConfig) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
 func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 	if c.ConnectionName == "" {
 		c.ConnectionName = "oncebox-publisher"

@@ -14,7 +14,8 @@ import (
 )
 
 // BatchInbox records batches of ids in the inbox table. Batch consumes go
-// straight to the table, never through the cache (the brief's rule).
+// straight to the table, never through the cache: the table alone decides
+// what is new.
 type BatchInbox struct {
 	// Dialect builds the SQL. Required.
 	Dialect dialects.Dialect

@@ -1,0 +1,29 @@
+package middleware_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+func TestConfigsValidateNamingTheField(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		cfg  interface{ Validate() error }
+		want []string
+	}{
+		{middleware.InboxConfig{Namespace: "a", NamespaceByHandler: true}, []string{"InboxConfig.DB is nil", "InboxConfig.Dialect is nil",
+			"InboxConfig.Namespace and NamespaceByHandler are exclusive"}},
+		{middleware.PoisonConfig{}, []string{"PoisonConfig.DB is nil", "PoisonConfig.Dialect is nil"}},
+		{middleware.InboxCleanerConfig{Lease: -1}, []string{"InboxCleanerConfig.Dialect is nil", "InboxCleanerConfig.Lease must be > 0"}},
+	} {
+		err := c.cfg.Validate()
+		require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+		for _, w := range c.want {
+			require.ErrorContains(t, err, w)
+		}
+	}
+}

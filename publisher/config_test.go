@@ -1,0 +1,22 @@
+package publisher_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+func TestConfigValidateNamesTheField(t *testing.T) {
+	t.Parallel()
+	require.ErrorContains(t, publisher.Config{}.Validate(), "publisher: Config.Dialect is nil")
+	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	require.NoError(t, publisher.Config{Dialect: pg}.Validate())
+	err = publisher.Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{MaxPayloadSize: -1}}}.Validate()
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "publisher: Config.Oncebox: oncebox: config outbox.max-payload-size: must be > 0")
+}
