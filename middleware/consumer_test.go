@@ -1,0 +1,90 @@
+package middleware_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/middleware"
+)
+
+// failsOnce is a handler that writes its effect in the inbox's transaction
+// and then fails on its first run only, as a handler whose last step (a
+// call, a commit of its own) fails once and then succeeds.
+func failsOnce(t *testing.T, b *bundle) (*counter, message.HandlerFunc) {
+	c := newCounter()
+	c.fail = func(_ string, run int) error {
+		if run == 1 {
+			return errors.New("the last step failed once")
+		}
+		return nil
+	}
+	return c, c.handle(t, b)
+}
+
+func TestConsumerCommitsOneEffectWhereTheWrongOrderCommitsTwo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	require.NoError(t, err)
+	retry := oncebox.RetryConfig{MaxRetries: oncebox.Int(2), InitialInterval: time.Millisecond}
+
+	// The wrong order, as a user writes it: the inbox outside Retry. Both
+	// attempts run in the inbox's one transaction, which commits the
+	// effect of the failed attempt with the effect of the good one.
+	c, h := failsOnce(t, b)
+	wrong := poison.Middleware(b.inbox(t).Middleware(middleware.RetryPolicy(retry, nil).Middleware(h)))
+	key := newKey(t)
+	_, err = wrong(event(key))
+	require.NoError(t, err)
+	require.Equal(t, 2, c.count(key))
+	require.Equal(t, 2, b.effects(t, key), "the wrong order commits two effects for one event")
+
+	// The composed middleware: each attempt is its own transaction.
+	consumer, err := middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: poison, Inbox: b.inbox(t), Retry: retry}, nil)
+	require.NoError(t, err)
+	c, h = failsOnce(t, b)
+	key = newKey(t)
+	_, err = consumer.Middleware(h)(event(key))
+	require.NoError(t, err)
+	require.Equal(t, 2, c.count(key), "retried once")
+	require.Equal(t, 1, b.effects(t, key), "one effect: the failed attempt rolled back")
+	require.Equal(t, 1, b.recorded(t, key))
+	require.Equal(t, 0, b.schema.Count(t, b.schema.Dialect.Tables().DLQ, ""), "nothing parked")
+
+	// A redelivery is a duplicate; a handler that never succeeds is parked
+	// after 1 + 2 attempts, none of whose effects remain.
+	_, err = consumer.Middleware(h)(event(key))
+	require.NoError(t, err)
+	require.Equal(t, 2, c.count(key))
+	always := newCounter()
+	always.fail = func(string, int) error { return errors.New("bad order") }
+	key = newKey(t)
+	_, err = consumer.Middleware(always.handle(t, b))(event(key))
+	require.NoError(t, err, "parked and acked")
+	require.Equal(t, 3, always.count(key))
+	require.Equal(t, 0, b.effects(t, key))
+	require.Equal(t, 1, b.schema.Count(t, b.schema.Dialect.Tables().DLQ, ""))
+}
+
+func TestConsumerRefusesMissingPartsAndABadRetryPolicy(t *testing.T) {
+	t.Parallel()
+	_, err := middleware.NewConsumer(middleware.ConsumerConfig{
+		Retry: oncebox.RetryConfig{InitialInterval: time.Second, MaxInterval: time.Millisecond, Multiplier: 0.5}}, nil)
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	for _, want := range []string{"ConsumerConfig.PoisonQueue is nil", "ConsumerConfig.Inbox is nil",
+		"inbox.retry.max-interval: 1ms is shorter than initial-interval 1s", "inbox.retry.multiplier: must be >= 1"} {
+		require.ErrorContains(t, err, want)
+	}
+}
+
+func TestRetryPolicyGrowsTheWait(t *testing.T) {
+	t.Parallel()
+	r := middleware.RetryPolicy(oncebox.RetryConfig{}, nil)
+	require.Equal(t, wmw.Retry{MaxRetries: 3, InitialInterval: 100 * time.Millisecond, MaxInterval: 10 * time.Second, Multiplier: 2}, r)
+}
