@@ -32,8 +32,10 @@ func startupWarnings(cfg oncebox.Config, o options) []string {
 		case !speaks(o.relay, t):
 			w = append(w, fmt.Sprintf("outbox.sender.type is %q but the relay publishes with a %T", t, o.relay))
 		}
-		if len(o.senderChecks) == 0 && o.relay != nil {
-			w = append(w, fmt.Sprintf("outbox.sender.type is %q but no check of the producer was given: pass service.WithSenderCheck(%s)", t, senderCheck[t]))
+		// The rabbitmq package's publisher checks its configuration when it
+		// is built; a Kafka producer's settings are the caller's.
+		if check := senderCheck[t]; check != "" && len(o.senderChecks) == 0 && o.relay != nil {
+			w = append(w, fmt.Sprintf("outbox.sender.type is %q but no check of the producer was given: pass service.WithSenderCheck(%s)", t, check))
 		}
 	}
 	if t := cfg.Inbox.Source.Type; t != "" {
@@ -46,10 +48,7 @@ func startupWarnings(cfg oncebox.Config, o options) []string {
 	return w
 }
 
-var senderCheck = map[string]string{
-	"kafka":    "kafka.CheckProducerConfig(saramaConfig)",
-	"rabbitmq": "the warnings of your RabbitMQ publisher's configuration",
-}
+var senderCheck = map[string]string{"kafka": "kafka.CheckProducerConfig(saramaConfig)"}
 
 var sourceCheck = map[string]string{
 	"kafka":    "kafka.CheckSubscriberConfig(subscriberConfig)",
