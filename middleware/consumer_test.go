@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -87,4 +88,48 @@ func TestRetryPolicyGrowsTheWait(t *testing.T) {
 	t.Parallel()
 	r := middleware.RetryPolicy(oncebox.RetryConfig{}, nil)
 	require.Equal(t, wmw.Retry{MaxRetries: 3, InitialInterval: 100 * time.Millisecond, MaxInterval: 10 * time.Second, Multiplier: 2}, r)
+}
+
+// The inbox's own commit fails once (a deferred constraint trigger that
+// raises on the first commit; a sequence counts, since it does not roll
+// back). Through the consumer the failed commit is one more attempt: one
+// effect. With the inbox outside Retry, the commit fails after Retry has
+// returned, so the message is parked although a second try would have
+// committed.
+func TestConsumerRetriesAFailedCommit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.schema.Name
+	_, err := b.schema.Pool.Exec(context.Background(), `CREATE SEQUENCE `+s+`.commits;
+CREATE FUNCTION `+s+`.fail_first_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF nextval('`+s+`.commits') = 1 THEN RAISE EXCEPTION 'the commit failed once'; END IF;
+	RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER fail_first_commit AFTER INSERT ON `+s+`.effects
+	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION `+s+`.fail_first_commit()`)
+	require.NoError(t, err)
+	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	require.NoError(t, err)
+	retry := oncebox.RetryConfig{MaxRetries: oncebox.Int(2), InitialInterval: time.Millisecond}
+	consumer, err := middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: poison, Inbox: b.inbox(t), Retry: retry}, nil)
+	require.NoError(t, err)
+	c := newCounter()
+	key := newKey(t)
+	_, err = consumer.Middleware(c.handle(t, b))(event(key))
+	require.NoError(t, err)
+	require.Equal(t, 2, c.count(key), "the failed commit was retried")
+	require.Equal(t, 1, b.effects(t, key))
+	require.Equal(t, 1, b.recorded(t, key))
+	require.Equal(t, 0, b.schema.Count(t, b.schema.Dialect.Tables().DLQ, ""))
+
+	_, err = b.schema.Pool.Exec(context.Background(), `ALTER SEQUENCE `+s+`.commits RESTART`)
+	require.NoError(t, err)
+	wrong := poison.Middleware(b.inbox(t).Middleware(middleware.RetryPolicy(retry, nil).Middleware(c.handle(t, b))))
+	key = newKey(t)
+	_, err = wrong(event(key))
+	require.NoError(t, err, "parked and acked")
+	require.Equal(t, 1, c.count(key), "Retry never saw the commit fail")
+	require.Equal(t, 0, b.effects(t, key))
+	require.Equal(t, 1, b.schema.Count(t, b.schema.Dialect.Tables().DLQ, ""), "parked for an operator")
 }
