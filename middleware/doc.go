@@ -21,5 +21,7 @@
 // are this mistake). With the inbox outside Retry, every attempt runs in
 // the one transaction the inbox opened, so a handler that wrote its effect
 // and then failed commits that effect together with the next attempt's: a
-// double side effect, not a recoverable error.
+// double side effect, not a recoverable error. A Transactional inbox added
+// just before Retry sees it and refuses every message with
+// ErrRetryInsideInbox; a middleware between the two hides Retry from it.
 package middleware
