@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
@@ -161,12 +159,9 @@ func passThrough(h message.HandlerFunc) message.HandlerFunc {
 func TestInboxAddedBeforeRetryOnARouterRefusesEveryMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = pubSub.Close() })
+	router, pubSub := newRouter(t)
 	logger := capture()
 	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
-	require.NoError(t, err)
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
 	require.NoError(t, err)
 	var refused atomic.Int32
 	router.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc {
