@@ -73,11 +73,11 @@ type Config struct {
 	// database connection at once. 0 means the brief's formula: 2 + n without
 	// DLQ and 5 + n with DLQ, n being the number of event types.
 	ThreadPoolSize int `yaml:"thread-pool-size"`
-	// Database names the database the tables live in: "postgres", "mysql"
-	// (MySQL and MariaDB) or "oracle". It selects the dialect of
-	// service.New, which refuses a database handle of another driver.
-	// Empty: service.New takes it from the handle's driver. The separate
-	// constructors do not read it: they take a dialect.
+	// Database names the database the tables are on: "postgres", "mysql"
+	// (MySQL and MariaDB) or "oracle"; it selects the dialect, and the
+	// oncebox CLI's --config reads it. Empty: told by the caller (the
+	// dialect given, or the CLI's --dsn). The connection string is not
+	// part of the configuration: it holds a password.
 	Database string `yaml:"database"`
 	// Tables names the schema and table prefix of the oncebox tables.
 	Tables TablesConfig `yaml:"tables"`
@@ -522,7 +522,7 @@ func (c Config) Validate() error {
 	switch c.Database {
 	case "", "postgres", "mysql", "oracle":
 	default:
-		add(fieldErr("database", "must be \"postgres\", \"mysql\" (MySQL and MariaDB), \"oracle\" or empty, got %q", c.Database))
+		add(fieldErr("database", "must be \"postgres\", \"mysql\", \"oracle\" or empty, got %q", c.Database))
 	}
 	add(c.Tables.Validate())
 	add(validateBrokerType("outbox.sender.type", c.Outbox.Sender.Type))

@@ -205,7 +205,7 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		}, `tables.prefix: "x\"y" is not a plain identifier`},
 		{"unknown database", func(c *oncebox.Config) {
 			c.Database = "sqlite"
-		}, `database: must be "postgres", "mysql" (MySQL and MariaDB), "oracle" or empty, got "sqlite"`},
+		}, `database: must be "postgres", "mysql", "oracle" or empty, got "sqlite"`},
 		{"inbox without the DLQ", func(c *oncebox.Config) {
 			c.Inbox.Enabled = true
 		}, "outbox.dlq.enabled: must be true when inbox.enabled is"},
