@@ -27,6 +27,11 @@ const (
 	DefaultCleanUpBatchSize       = 1000
 	DefaultCacheTTL               = time.Hour
 	DefaultMaxPayloadSize         = 1 << 20 // 1 MiB, Kafka's default message.max.bytes
+	DefaultCacheSize              = 100_000
+	DefaultConsumerRetries        = 3
+	DefaultRetryInitialInterval   = 100 * time.Millisecond
+	DefaultRetryMaxInterval       = 10 * time.Second
+	DefaultRetryMultiplier        = 2.0
 
 	// MaxBatchSize bounds batch-size: a claim returns at most this many rows.
 	MaxBatchSize = 10_000
@@ -213,6 +218,16 @@ type CleanUpConfig struct {
 
 // InboxConfig configures the consuming side.
 type InboxConfig struct {
+	// Enabled makes service.New build the consuming side: the inbox, the
+	// poison queue and the retry policy (one middleware, in the one safe
+	// order), the inbox clean-up, and the DLQ retry of what the poison queue
+	// parked (which needs outbox.dlq.enabled and a relay to send it back).
+	// Default false.
+	Enabled bool `yaml:"enabled"`
+	// Retry is the policy of the retries of a failed handler, inside the
+	// poison queue and outside the inbox: each attempt is its own
+	// transaction.
+	Retry RetryConfig `yaml:"retry"`
 	// Source names the broker consumed from. Informational: it selects the
 	// start-up checks (auto-commit warnings).
 	Source SourceConfig `yaml:"source"`
@@ -223,10 +238,33 @@ type InboxConfig struct {
 	Cache CacheConfig `yaml:"cache"`
 }
 
+// RetryConfig is the retry policy of a consumer's handler: Watermill's
+// middleware.Retry with these values. The waits are InitialInterval ×
+// Multiplier^n, at most MaxInterval; after the last retry the poison queue
+// parks the message.
+type RetryConfig struct {
+	// MaxRetries is the number of retries after the first failed attempt.
+	// Default 3 (4 attempts); 0 means a single attempt; at most
+	// MaxRetriesLimit (1,000).
+	MaxRetries *int `yaml:"max-retries"`
+	// InitialInterval is the wait before the first retry. Default 100ms, at
+	// least MinDelay (1ms).
+	InitialInterval time.Duration `yaml:"initial-interval"`
+	// MaxInterval caps the wait. Default 10s; at least InitialInterval.
+	MaxInterval time.Duration `yaml:"max-interval"`
+	// Multiplier grows the wait at each retry. Default 2, at least 1, finite.
+	Multiplier float64 `yaml:"multiplier"`
+}
+
 // CacheConfig configures the inbox cache.
 type CacheConfig struct {
-	// Enabled turns the cache on. Default false.
+	// Enabled turns the cache on. Default false. service.New then builds an
+	// in-process cache of Size entries, or the cache its WithInboxCache
+	// option builds (Redis) from CacheName and TTL.
 	Enabled bool `yaml:"enabled"`
+	// Size is the most ids the in-process cache holds. Default 100,000.
+	// Not read by a cache of the caller's (Redis).
+	Size int `yaml:"size"`
 	// CacheName namespaces the keys, and must be unique per service: the key is
 	// the event id alone, so two services sharing one cache under one name
 	// would mark each other's events as seen. Required when Enabled.
@@ -327,6 +365,10 @@ func (c Config) WithDefaults() Config {
 	if c.Inbox.Cache.TTL == 0 {
 		c.Inbox.Cache.TTL = min(DefaultCacheTTL, c.Inbox.CleanUp.TTL)
 	}
+	if c.Inbox.Cache.Size == 0 {
+		c.Inbox.Cache.Size = DefaultCacheSize
+	}
+	c.Inbox.Retry = c.Inbox.Retry.withDefaults()
 	// Copy the map so that the caller's config is never aliased.
 	if c.Outbox.Events != nil {
 		events := make(map[string]EventSettings, len(c.Outbox.Events))
@@ -336,6 +378,37 @@ func (c Config) WithDefaults() Config {
 		c.Outbox.Events = events
 	}
 	return c
+}
+
+func (r RetryConfig) withDefaults() RetryConfig {
+	if r.MaxRetries == nil {
+		r.MaxRetries = Int(DefaultConsumerRetries)
+	}
+	if r.InitialInterval == 0 {
+		r.InitialInterval = DefaultRetryInitialInterval
+	}
+	if r.MaxInterval == 0 {
+		r.MaxInterval = max(DefaultRetryMaxInterval, r.InitialInterval)
+	}
+	if r.Multiplier == 0 {
+		r.Multiplier = DefaultRetryMultiplier
+	}
+	return r
+}
+
+func (r RetryConfig) validate(path string) error {
+	var errs []error
+	if r.MaxRetries != nil && (*r.MaxRetries < 0 || *r.MaxRetries > MaxRetriesLimit) {
+		errs = append(errs, fieldErr(path+".max-retries", "must be between 0 and %d, got %d", MaxRetriesLimit, *r.MaxRetries))
+	}
+	errs = append(errs,
+		validateDelay(path+".initial-interval", r.InitialInterval),
+		validateDelay(path+".max-interval", r.MaxInterval),
+		validateMultiplier(path+".multiplier", r.Multiplier))
+	if r.InitialInterval > 0 && r.MaxInterval > 0 && r.MaxInterval < r.InitialInterval {
+		errs = append(errs, fieldErr(path+".max-interval", "%s is shorter than initial-interval %s", r.MaxInterval, r.InitialInterval))
+	}
+	return errors.Join(errs...)
 }
 
 func (c CleanUpConfig) withDefaults(ttl time.Duration) CleanUpConfig {
@@ -492,6 +565,13 @@ func (c Config) Validate() error {
 	add(c.Inbox.CleanUp.validate("inbox.clean-up"))
 	if c.Inbox.Cache.Enabled && c.Inbox.Cache.CacheName == "" {
 		add(fieldErr("inbox.cache.cache-name", "is required when the cache is enabled, and must be unique per service"))
+	}
+	if c.Inbox.Cache.Size < 0 {
+		add(fieldErr("inbox.cache.size", "must be > 0, got %d", c.Inbox.Cache.Size))
+	}
+	add(c.Inbox.Retry.validate("inbox.retry"))
+	if c.Inbox.Enabled && !c.Outbox.DLQ.Enabled {
+		add(fieldErr("outbox.dlq.enabled", "must be true when inbox.enabled is: the poison queue parks failed messages in the DLQ table, and only the relay's DLQ jobs send a retried one back"))
 	}
 	if c.Inbox.Cache.TTL < 0 {
 		add(fieldErr("inbox.cache.ttl", "must be > 0, got %s", c.Inbox.Cache.TTL))

@@ -203,6 +203,27 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"prefix injection", func(c *oncebox.Config) {
 			c.Tables.Prefix = "x\"y"
 		}, `tables.prefix: "x\"y" is not a plain identifier`},
+		{"unknown database", func(c *oncebox.Config) {
+			c.Database = "sqlite"
+		}, `database: must be "postgres", "mysql", "oracle" or empty, got "sqlite"`},
+		{"inbox without the DLQ", func(c *oncebox.Config) {
+			c.Inbox.Enabled = true
+		}, "outbox.dlq.enabled: must be true when inbox.enabled is"},
+		{"consumer retries out of range", func(c *oncebox.Config) {
+			c.Inbox.Retry.MaxRetries = oncebox.Int(1001)
+		}, "inbox.retry.max-retries: must be between 0 and 1000, got 1001"},
+		{"consumer retry wait below 1ms", func(c *oncebox.Config) {
+			c.Inbox.Retry.InitialInterval = time.Microsecond
+		}, "inbox.retry.initial-interval: must be at least 1ms"},
+		{"consumer retry multiplier NaN", func(c *oncebox.Config) {
+			c.Inbox.Retry.Multiplier = math.NaN()
+		}, "inbox.retry.multiplier: must be a finite number"},
+		{"consumer retry max below initial", func(c *oncebox.Config) {
+			c.Inbox.Retry.InitialInterval = time.Minute
+		}, "inbox.retry.max-interval: 10s is shorter than initial-interval 1m0s"},
+		{"negative cache size", func(c *oncebox.Config) {
+			c.Inbox.Cache.Size = -5
+		}, "inbox.cache.size: must be > 0, got -5"},
 		{"oversized event type", func(c *oncebox.Config) {
 			c.Outbox.Events = map[string]oncebox.EventSettings{strings.Repeat("e", 256): {}}
 		}, "event type must be 1 to 255 characters"},
@@ -219,6 +240,31 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 			require.True(t, errors.As(err, &fe))
 		})
 	}
+}
+
+func TestLoadConfigReadsTheServiceKeys(t *testing.T) {
+	t.Parallel()
+	cfg, err := oncebox.LoadConfig(strings.NewReader(`
+oncebox:
+  database: mysql
+  outbox: {dlq: {enabled: true}}
+  inbox:
+    enabled: true
+    retry: {max-retries: 0, initial-interval: 50ms, max-interval: 2s, multiplier: 3}
+    cache: {enabled: true, cache-name: billing, size: 500}
+`))
+	require.NoError(t, err)
+	require.Equal(t, "mysql", cfg.Database)
+	require.True(t, cfg.Inbox.Enabled)
+	require.Equal(t, oncebox.RetryConfig{MaxRetries: oncebox.Int(0), InitialInterval: 50 * time.Millisecond,
+		MaxInterval: 2 * time.Second, Multiplier: 3}, cfg.Inbox.Retry, "0 retries is kept, not defaulted")
+	require.Equal(t, 500, cfg.Inbox.Cache.Size)
+
+	d := oncebox.Config{}.WithDefaults()
+	require.Equal(t, oncebox.RetryConfig{MaxRetries: oncebox.Int(3), InitialInterval: 100 * time.Millisecond,
+		MaxInterval: 10 * time.Second, Multiplier: 2}, d.Inbox.Retry)
+	require.Equal(t, oncebox.DefaultCacheSize, d.Inbox.Cache.Size)
+	require.False(t, d.Inbox.Enabled)
 }
 
 func TestConfigValidationReportsEveryProblem(t *testing.T) {

@@ -3,19 +3,25 @@
 // and the poison queue, which parks failed messages in the DLQ table so that
 // one bad message stops blocking a subscription.
 //
-// # Order with Watermill's Retry
+// # One middleware for the consuming side
 //
-// Middleware added first is outermost. Add the poison queue first, then
-// Retry, then the inbox:
+// NewConsumer composes the poison queue, Watermill's Retry (with the
+// inbox.retry policy) and the inbox in the only safe order; add it instead
+// of the three:
 //
-//	router.AddMiddleware(
-//		poison.Middleware,                  // sees only what Retry gave up on
-//		middleware.Retry{MaxRetries: 3}.Middleware,
-//		inbox.Middleware,                   // each retry is a fresh transaction
-//	)
+//	consumer, err := middleware.NewConsumer(middleware.ConsumerConfig{
+//		PoisonQueue: poison, Inbox: inbox, Retry: cfg.Inbox.Retry}, logger)
+//	router.AddMiddleware(consumer.Middleware)
 //
-// With the poison queue inside Retry, every failed attempt would be stored
-// and acked at once and Retry would never retry (watermill issues 580 and
-// 645 are this mistake). With the inbox outside Retry, the retries would run
-// in one transaction that the first failure already spoiled.
+// service.New builds it from the configuration (Service.Middleware).
+//
+// The order is the poison queue outermost, then Retry, then the inbox. With
+// the poison queue inside Retry, every failed attempt would be parked and
+// acked at once and Retry would never retry (watermill issues 580 and 645
+// are this mistake). With the inbox outside Retry, every attempt runs in
+// the one transaction the inbox opened, so a handler that wrote its effect
+// and then failed commits that effect together with the next attempt's: a
+// double side effect, not a recoverable error. A Transactional inbox added
+// just before Retry sees it and refuses every message with
+// ErrRetryInsideInbox; a middleware between the two hides Retry from it.
 package middleware

@@ -232,7 +232,19 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 // Middleware is the router middleware: it runs h at most once per key (see
 // InboxMode for what "once" means on failure). Duplicates are acked and
 // produce no messages.
+//
+// A Transactional inbox given Watermill's Retry as its handler (the inbox
+// added before Retry) refuses every message with ErrRetryInsideInbox, and
+// logs it once here: see NewConsumer for the one safe order.
 func (i *Inbox) Middleware(h message.HandlerFunc) message.HandlerFunc {
+	if i.config.Mode == Transactional && isRetry(h) {
+		i.logger.Error("The inbox is built around Watermill's Retry: every message will be refused", ErrRetryInsideInbox, nil)
+		return func(msg *message.Message) ([]*message.Message, error) {
+			err := fmt.Errorf("%w (message %s)", ErrRetryInsideInbox, msg.UUID)
+			i.config.Hooks.Failed(i.namespace(msg.Context()), err)
+			return nil, err
+		}
+	}
 	return func(msg *message.Message) ([]*message.Message, error) {
 		i.checkAckedEarly(msg)
 		i.checkSharedTopic(msg.Context())

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
@@ -63,14 +62,11 @@ func findLog(l *watermill.CaptureLoggerAdapter, msg string) (watermill.CapturedM
 func TestPoisonQueueHooksAndLogUnderARouter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = pubSub.Close() })
+	router, pubSub := newRouter(t)
 	calls := &poisonCalls{}
 	logger := capture()
 	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
 		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed}, logger)
-	require.NoError(t, err)
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
 	require.NoError(t, err)
 	router.AddMiddleware(poison.Middleware)
 	router.AddConsumerHandler("billing-handler", "orders", pubSub, func(msg *message.Message) error {
@@ -151,16 +147,13 @@ func TestPoisonQueueNacksTransientErrorsAndParksTheRest(t *testing.T) {
 	_, refused := pgx.Connect(context.Background(), "postgres://root@"+down+"/test?sslmode=disable")
 	require.Error(t, refused)
 
-	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = pubSub.Close() })
+	router, pubSub := newRouter(t)
 	calls := &poisonCalls{}
 	var mu sync.Mutex
 	var nacked []error
 	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
 		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed,
 		OnNacked: func(_ string, err error) { mu.Lock(); nacked = append(nacked, err); mu.Unlock() }}, nil)
-	require.NoError(t, err)
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
 	require.NoError(t, err)
 	router.AddMiddleware(poison.Middleware)
 	var handled sync.Map

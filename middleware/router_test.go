@@ -16,6 +16,17 @@ import (
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
+// newRouter returns a router and an in-process pub/sub to subscribe it to,
+// closed at the end of the test.
+func newRouter(t *testing.T) (*message.Router, *gochannel.GoChannel) {
+	t.Helper()
+	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
+	t.Cleanup(func() { _ = pubSub.Close() })
+	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
+	require.NoError(t, err)
+	return router, pubSub
+}
+
 // runRouter starts r and stops it at the end of the test.
 func runRouter(t *testing.T, r *message.Router) {
 	t.Helper()
@@ -31,15 +42,12 @@ func runRouter(t *testing.T, r *message.Router) {
 func TestPoisonQueueParksFailuresAndTheSubscriptionMovesOn(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = pubSub.Close() })
+	router, pubSub := newRouter(t)
 
 	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	c := newCounter()
 	handler := c.handle(t, b)
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
-	require.NoError(t, err)
 	router.AddMiddleware(
 		poison.Middleware,
 		wmw.Retry{MaxRetries: 2, InitialInterval: time.Millisecond}.Middleware,
@@ -153,14 +161,11 @@ func TestWarnsAboutEarlyAcks(t *testing.T) {
 func TestWarnsAboutTwoHandlersSharingTheInboxForOneTopic(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
-	t.Cleanup(func() { _ = pubSub.Close() })
+	router, pubSub := newRouter(t)
 	logger := capture()
 	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
 	require.NoError(t, err)
 
-	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})
-	require.NoError(t, err)
 	router.AddMiddleware(in.Middleware)
 	c := newCounter()
 	for _, name := range []string{"billing", "shipping"} { // two handlers, one topic, one namespace

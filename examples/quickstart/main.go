@@ -3,8 +3,10 @@
 //
 // It writes orders and their events in business transactions (some rolled
 // back), leaves a batch stuck as if a relay had crashed after claiming it,
-// relays everything to Kafka with the poller, consumes it with a router whose
-// inbox drops the duplicates it injects, and ends with one line:
+// relays everything to Kafka and consumes it with a router whose inbox drops
+// the duplicates it injects, and ends with one line. Every oncebox component
+// (relay, publisher, poison queue, retry, inbox, jobs) comes from one
+// oncebox.Config through service.New.
 //
 //	demo: published=N delivered=N rolled_back=R duplicates_skipped=D recovered=S lost=0 doubled=0
 //
@@ -29,7 +31,6 @@ import (
 	kafkawm "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -38,9 +39,9 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/middleware"
-	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
+	"github.com/oncebox/watermill-oncebox/service"
 )
 
 const (
@@ -121,14 +122,6 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, err
 	}
 	defer pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") //nolint:errcheck
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: schema})
-	if err != nil {
-		return false, err
-	}
-	db := wsql.BeginnerFromPgx(pool)
-	if err := migrate.Migrate(ctx, db, pg); err != nil {
-		return false, err
-	}
 
 	// Kafka: the given brokers, or one in this process.
 	brokers := o.brokers
@@ -142,28 +135,25 @@ func run(ctx context.Context, o options) (bool, error) {
 		fmt.Printf("demo: in-process Kafka at %s, PostgreSQL schema %s\n", strings.Join(brokers, ","), schema)
 	}
 
-	cfg := oncebox.Config{Outbox: oncebox.OutboxConfig{
-		Events: map[string]oncebox.EventSettings{eventType: {Topic: topic, BatchSize: 100,
-			Polling: oncebox.PollingSettings{MinFixedDelay: 20 * time.Millisecond, MaxFixedDelay: 500 * time.Millisecond, Multiplier: 2}}},
-		MaxBatchProcessingTime: 3 * time.Second, // short, so that the stuck batch comes back quickly
-		DLQ:                    oncebox.DLQConfig{Enabled: true},
-	}}
+	// The whole configuration, as oncebox.LoadConfigFile would read it from
+	// a file: service.New builds every component from it.
+	cfg := oncebox.Config{
+		Database: "postgres",
+		Tables:   oncebox.TablesConfig{Schema: schema},
+		Outbox: oncebox.OutboxConfig{
+			Events: map[string]oncebox.EventSettings{eventType: {Topic: topic, BatchSize: 100,
+				Polling: oncebox.PollingSettings{MinFixedDelay: 20 * time.Millisecond, MaxFixedDelay: 500 * time.Millisecond, Multiplier: 2}}},
+			MaxBatchProcessingTime: 3 * time.Second, // short, so that the stuck batch comes back quickly
+			DLQ:                    oncebox.DLQConfig{Enabled: true},
+		},
+		Inbox: oncebox.InboxConfig{Enabled: true, // inbox, poison queue and retry; clean-up and DLQ retry in Run
+			Retry: oncebox.RetryConfig{MaxRetries: oncebox.Int(3), InitialInterval: 10 * time.Millisecond}},
+	}
 	var c counters
 	var delivered []deliveredEvent
 	start := time.Now() // written by the producer, read after the run
 
-	// 1. A relay claimed a batch and crashed: its events are IN_PROCESS.
-	stuckIDs, err := writeOrders(ctx, pool, pg, cfg, o.stuck, 0, &c, nil)
-	if err != nil {
-		return false, err
-	}
-	if err := claimAndCrash(ctx, pool, pg, len(stuckIDs)); err != nil {
-		return false, err
-	}
-	fmt.Printf("demo: %d events left IN_PROCESS by a crashed relay\n", len(stuckIDs))
-
-	// 2. The relay.
-	// The relay refuses a publisher that could still be waiting for the
+	// The relay's publisher. The relay refuses a publisher that could still be waiting for the
 	// cluster when max-batch-processing-time (3s here) sends a batch again,
 	// so the demo's Kafka timeouts are cut to fit: 0.5s + 2 × 1s.
 	sc := kafka.RecommendedSaramaConfig()
@@ -176,22 +166,31 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, err
 	}
 	defer kpub.Close()
-	relay, err := poller.New(db, kpub, logger, poller.Config{Dialect: pg, Oncebox: cfg, Hooks: &relayHooks{c: &c},
-		Recovery: poller.Schedule{Min: time.Second, Max: 2 * time.Second, Multiplier: 2}})
+
+	// Everything oncebox does, from cfg: the relay to Kafka, the consumer's
+	// middleware, the background jobs.
+	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger, service.WithRelay(kpub),
+		service.WithRelayConfig(poller.Config{Recovery: poller.Schedule{Min: time.Second, Max: 2 * time.Second, Multiplier: 2}}),
+		service.WithHooks(service.Hooks{Poller: &relayHooks{c: &c}, Inbox: &inboxHooks{c: &c}}))
 	if err != nil {
+		return false, err
+	}
+	if err := svc.Migrate(ctx); err != nil {
 		return false, err
 	}
 
-	// 3. The consumer: poison queue, retry, inbox, handler.
+	// 1. A relay claimed a batch and crashed: its events are IN_PROCESS.
+	stuckIDs, err := writeOrders(ctx, pool, svc, o.stuck, 0, &c, nil)
+	if err != nil {
+		return false, err
+	}
+	if err := claimAndCrash(ctx, pool, svc.Dialect(), len(stuckIDs)); err != nil {
+		return false, err
+	}
+	fmt.Printf("demo: %d events left IN_PROCESS by a crashed relay\n", len(stuckIDs))
+
+	// 2. The consumer: svc.Middleware (poison queue, retry, inbox), handler.
 	sub, err := kafkawm.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "demo-shipping"), logger)
-	if err != nil {
-		return false, err
-	}
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: pg, Hooks: &inboxHooks{c: &c}}, logger)
-	if err != nil {
-		return false, err
-	}
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: db, Dialect: pg}, logger)
 	if err != nil {
 		return false, err
 	}
@@ -199,25 +198,25 @@ func run(ctx context.Context, o options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	router.AddMiddleware(poison.Middleware, wmw.Retry{MaxRetries: 3, InitialInterval: 10 * time.Millisecond}.Middleware, inbox.Middleware)
+	router.AddMiddleware(svc.Middleware) // the poison queue, Retry (inbox.retry) and the inbox, in that order
 	router.AddConsumerHandler("ship-order", topic, sub, shipOrder)
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	errc := make(chan error, 2)
-	go func() { errc <- relay.Run(runCtx) }()
+	go func() { errc <- svc.Run(runCtx) }()
 	go func() { errc <- router.Run(runCtx) }()
-	<-relay.Running()
+	<-svc.Running()
 	<-router.Running()
 
-	// 4. Business transactions while everything runs; every n-th rolls back.
+	// 3. Business transactions while everything runs; every n-th rolls back.
 	type written struct {
 		ids []string
 		err error
 	}
 	producer := make(chan written, 1)
 	go func() {
-		ids, err := writeOrders(ctx, pool, pg, cfg, o.orders, o.rollbackEvery, &c, &delivered)
+		ids, err := writeOrders(ctx, pool, svc, o.orders, o.rollbackEvery, &c, &delivered)
 		producer <- written{ids, err}
 	}()
 	var w written
@@ -239,7 +238,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	}
 	committed := append(stuckIDs, w.ids...)
 
-	// 5. Duplicates, as a lost broker confirm would make them: events already
+	// 4. Duplicates, as a lost broker confirm would make them: events already
 	// delivered are sent to Kafka again.
 	dups := min(o.duplicates, len(delivered))
 	if err := resend(kpub, delivered[:dups]); err != nil {
@@ -247,7 +246,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	}
 	fmt.Printf("demo: %d delivered events sent to Kafka again\n", dups)
 
-	// 6. Wait for every committed event, and the duplicates to be seen.
+	// 5. Wait for every committed event, and the duplicates to be seen.
 	if err := waitFor(ctx, start, &c, pool, func(d int) bool {
 		return d >= len(committed) && c.duplicatesSkipped.Load() >= int64(dups)
 	}); err != nil {
@@ -283,9 +282,8 @@ type deliveredEvent struct {
 // writeOrders writes n orders, each with its event, one business
 // transaction each; every rollbackEvery-th transaction rolls back. It
 // returns the event ids that committed.
-func writeOrders(ctx context.Context, pool *pgxpool.Pool, pg dialects.Dialect, cfg oncebox.Config, n, rollbackEvery int,
+func writeOrders(ctx context.Context, pool *pgxpool.Pool, svc *service.Service, n, rollbackEvery int,
 	c *counters, sent *[]deliveredEvent) ([]string, error) {
-	pubConfig := publisher.Config{Dialect: pg, Oncebox: cfg}
 	var ids []string
 	for i := 1; i <= n; i++ {
 		orderID := fmt.Sprintf("o-%s", watermill.NewShortUUID())
@@ -295,7 +293,7 @@ func writeOrders(ctx context.Context, pool *pgxpool.Pool, pg dialects.Dialect, c
 			if _, err := tx.Exec(ctx, "INSERT INTO "+schema+".orders (id, total) VALUES ($1, $2)", orderID, 100+i); err != nil {
 				return err
 			}
-			pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), pubConfig, nil)
+			pub, err := svc.Publisher(wsql.TxFromPgx(tx)) // in the business transaction
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,10 @@
 // Watermill's Retry and oncebox's inbox, whose handler reserves stock,
 // creates a shipment and marks the order shipment_pending in the inbox's
 // transaction. A redelivered event is dropped by the inbox; one that keeps
-// failing is parked in the DLQ table. It also runs the inbox clean-up.
+// failing is parked in the DLQ table. Everything oncebox does is built by
+// service.New from oncebox.yaml; beside the router it runs the inbox
+// clean-up, the DLQ retry and the relay that sends a retried message back
+// to its topic (so it needs the broker's address to publish too).
 //
 //	GET /healthz
 //	GET /shipments/{order_id}  the order's shipping status and shipments
@@ -101,6 +104,14 @@ func run(args []string) int {
 			logger.Error("Redis does not answer; the inbox will use its table until it does", err, watermill.LogFields{"addr": *redisAddr})
 		}
 	}
+	// The relay of this service sends what an operator retried from the
+	// DLQ back to the topic (`oncebox dlq retry`).
+	relayPub, err := brokers.NewPublisher(bcfg, []string{eventsTopic}, logger)
+	if err != nil {
+		return fail(cli.ExitFailure, err)
+	}
+	defer relayPub.Close()
+	scfg.Relay = relayPub
 	sub, err := brokers.NewSubscriber(bcfg, *group, logger)
 	if err != nil {
 		return fail(cli.ExitFailure, err)

@@ -339,7 +339,7 @@ func Run(ctx context.Context, o Options) (rep Report, err error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	ship, err := shipping.New(ctx, shipping.Config{Pool: shipPool, Schema: rep.ShippingSchema, Oncebox: cfg,
-		Subscriber: sub, Cache: inboxCache, Logger: o.Logger})
+		Subscriber: sub, Relay: relayPub, Cache: inboxCache, Logger: o.Logger})
 	if err != nil {
 		return rep, err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
+	"github.com/oncebox/watermill-oncebox/service"
 )
 
 // DefaultSchema is the PostgreSQL schema the orders service owns.
@@ -64,14 +65,15 @@ type Config struct {
 
 // Server is the orders service. Build it with New, run it with Serve.
 type Server struct {
-	cfg    Config
-	pg     *dialects.PostgreSQL
-	pub    publisher.Config
-	relay  *poller.Poller
-	reg    *prometheus.Registry // served on GET /metrics
-	logger watermill.LoggerAdapter
-	http   *http.Server
-	ready  chan struct{}
+	cfg     Config
+	pg      *dialects.PostgreSQL
+	pub     publisher.Config
+	oncebox *service.Service // the relay, when cfg.Relay is set
+	relay   bool
+	reg     *prometheus.Registry // served on GET /metrics
+	logger  watermill.LoggerAdapter
+	http    *http.Server
+	ready   chan struct{}
 
 	mu     sync.Mutex
 	served bool
@@ -105,7 +107,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:    cfg,
 		pg:     pg,
-		pub:    publisher.Config{Dialect: pg, Oncebox: cfg.Oncebox},
+		relay:  cfg.Relay != nil,
 		logger: cfg.Logger.With(watermill.LogFields{"service": "orders-api"}),
 		ready:  make(chan struct{}),
 	}
@@ -119,6 +121,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.reg.Register(backlog); err != nil {
 		return nil, err
 	}
+	// oncebox.yaml is shared with shipping: this service's schema is set
+	// here. service.New builds the publisher's configuration and, with a
+	// broker publisher, the relay.
+	ocfg := cfg.Oncebox
+	ocfg.Tables.Schema = cfg.Schema
+	opts := []service.Option{service.WithDialect(pg)}
 	if cfg.Relay != nil {
 		relayMetrics, err := metrics.NewPollerHooks(s.reg)
 		if err != nil {
@@ -128,12 +136,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if cfg.RelayHooks != nil {
 			hooks = teeHooks{relayMetrics, cfg.RelayHooks}
 		}
-		s.relay, err = poller.New(wsql.BeginnerFromPgx(cfg.Pool), cfg.Relay, cfg.Logger,
-			poller.Config{Dialect: pg, Oncebox: cfg.Oncebox, Hooks: hooks})
-		if err != nil {
-			return nil, fmt.Errorf("api: relay: %w", err)
-		}
+		opts = append(opts, service.WithRelay(cfg.Relay), service.WithHooks(service.Hooks{Poller: hooks}))
 	}
+	if s.oncebox, err = service.New(wsql.BeginnerFromPgx(cfg.Pool), ocfg, cfg.Logger, opts...); err != nil {
+		return nil, fmt.Errorf("api: oncebox: %w", err)
+	}
+	s.pub = s.oncebox.PublisherConfig()
 	s.http = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -171,12 +179,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
-	if s.relay != nil {
+	if s.relay {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Not ctx: the relay is stopped by Close, after the HTTP server.
-			if err := s.relay.Run(context.WithoutCancel(ctx)); err != nil {
+			if err := s.oncebox.Run(context.WithoutCancel(ctx)); err != nil {
 				errc <- fmt.Errorf("relay: %w", err)
 				cancel()
 			}
@@ -190,15 +198,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			cancel()
 		}
 	}()
-	if s.relay != nil {
+	if s.relay {
 		select {
-		case <-s.relay.Running():
+		case <-s.oncebox.Running():
 		case <-ctx.Done():
 		}
 	}
 	close(s.ready)
 	s.logger.Info("Orders service running", watermill.LogFields{"addr": ln.Addr().String(),
-		"api": !s.cfg.DisableAPI, "relay": s.relay != nil, "schema": s.cfg.Schema})
+		"api": !s.cfg.DisableAPI, "relay": s.relay, "schema": s.cfg.Schema})
 
 	<-ctx.Done()
 	s.logger.Info("Shutting down", nil)
@@ -209,11 +217,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		_ = s.http.Close()
 	}
-	if s.relay != nil {
+	if s.relay {
 		// After the HTTP server: the last requests' events are committed,
 		// and whatever the relay has not sent stays PENDING for the next
 		// instance; nothing is lost either way.
-		_ = s.relay.Close()
+		_ = s.oncebox.Close()
 	}
 	wg.Wait()
 	close(errc)

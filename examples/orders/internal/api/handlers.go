@@ -105,7 +105,7 @@ func (s *Server) getOrderHandler(w http.ResponseWriter, r *http.Request) {
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	body := map[string]any{"status": "ok", "api": !s.cfg.DisableAPI, "relay": s.relay != nil}
+	body := map[string]any{"status": "ok", "api": !s.cfg.DisableAPI, "relay": s.relay}
 	if err := s.cfg.Pool.Ping(ctx); err != nil {
 		body["status"] = "unavailable"
 		body["database"] = err.Error()

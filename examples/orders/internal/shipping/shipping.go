@@ -1,14 +1,18 @@
 // Package shipping is the consuming service of the orders example. It
 // subscribes to the order-created events with a Watermill router whose
-// middleware is oncebox's poison queue, Watermill's Retry and oncebox's
-// inbox, in that order (see docs/inbox.md), and for each new order reserves
+// middleware is service.Middleware: oncebox's poison queue, Watermill's
+// Retry and oncebox's inbox, in that order (see docs/inbox.md), built by
+// service.New from oncebox.yaml. For each new order it reserves
 // stock, creates a shipment and marks the order "shipment_pending" — in the
 // inbox's transaction, so the effects and the event id commit together and a
 // redelivered event changes nothing.
 //
 // The service owns its own schema (default "shipping"): its tables and its
-// copy of oncebox's inbox, DLQ and jobs tables. It never reads the orders
-// service's tables.
+// copy of oncebox's tables. It never reads the orders service's tables.
+// Beside the router, service.Run runs the inbox clean-up, the DLQ retry
+// (a parked message an operator retried with `oncebox dlq retry` goes back
+// to the outbox of this schema) and the relay that sends it back to its
+// topic, where the inbox handles it.
 package shipping
 
 import (
@@ -35,6 +39,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
 	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/middleware"
+	"github.com/oncebox/watermill-oncebox/service"
 )
 
 // DefaultSchema is the PostgreSQL schema the shipping service owns.
@@ -58,6 +63,10 @@ type Config struct {
 	Oncebox oncebox.Config
 	// Subscriber delivers the events. Required. The router closes it.
 	Subscriber message.Subscriber
+	// Relay publishes to the broker the events come from: the relay of this
+	// service sends the retried DLQ rows back to their topic with it.
+	// Required. The Service does not close it.
+	Relay message.Publisher
 	// Cache, if set, answers "already processed?" before the inbox table
 	// (rediscache.New for a Redis shared by the instances).
 	Cache cache.Cache
@@ -91,7 +100,7 @@ type Service struct {
 	pg      *dialects.PostgreSQL
 	topic   string
 	router  *message.Router
-	cleaner *middleware.InboxCleaner
+	oncebox *service.Service
 	logger  watermill.LoggerAdapter
 	stats   statsHooks
 	reg     *prometheus.Registry // served on GET /metrics
@@ -99,14 +108,18 @@ type Service struct {
 	started atomic.Bool
 }
 
-// New prepares the service's schema (see package pgdb), then builds the
-// inbox, the poison queue, the router and the inbox clean-up.
+// New prepares the service's schema (see package pgdb), then builds its
+// oncebox (service.New: inbox, poison queue, retry, inbox clean-up, DLQ
+// retry and relay) and the router.
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Pool == nil {
 		return nil, errors.New("shipping: Config.Pool is nil")
 	}
 	if cfg.Subscriber == nil {
 		return nil, errors.New("shipping: Config.Subscriber is nil")
+	}
+	if cfg.Relay == nil {
+		return nil, errors.New("shipping: Config.Relay is nil: the retried DLQ rows go back to the broker through it")
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = DefaultSchema
@@ -138,28 +151,31 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if s.stats.prom, err = metrics.NewInboxHooks(s.reg); err != nil {
 		return nil, err
 	}
-	db := wsql.BeginnerFromPgx(cfg.Pool)
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: pg, Cache: cfg.Cache, Hooks: &s.stats}, cfg.Logger)
-	if err != nil {
-		return nil, err
+	// oncebox.yaml is shared with orders-api: what makes this service the
+	// consumer, and where its tables are, is set here.
+	ocfg := cfg.Oncebox
+	ocfg.Tables.Schema = cfg.Schema
+	ocfg.Inbox.Enabled = true
+	ocfg.Inbox.Retry = retryConfig(cfg)
+	opts := []service.Option{service.WithDialect(pg), service.WithRelay(cfg.Relay),
+		service.WithHooks(service.Hooks{Inbox: &s.stats, OnInboxCleanUp: s.stats.prom.OnCleanerRun})}
+	if cfg.Cache != nil {
+		ocfg.Inbox.Cache.Enabled = true
+		if ocfg.Inbox.Cache.CacheName == "" {
+			ocfg.Inbox.Cache.CacheName = cfg.Schema
+		}
+		opts = append(opts, service.WithInboxCache(func(oncebox.CacheConfig) (cache.Cache, error) { return cfg.Cache, nil }))
 	}
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: db, Dialect: pg}, cfg.Logger)
-	if err != nil {
-		return nil, err
-	}
-	s.cleaner, err = middleware.NewInboxCleaner(db, cfg.Logger, middleware.InboxCleanerConfig{Dialect: pg, CleanUp: cfg.Oncebox.Inbox.CleanUp})
-	if err != nil {
+	if s.oncebox, err = service.New(wsql.BeginnerFromPgx(cfg.Pool), ocfg, cfg.Logger, opts...); err != nil {
 		return nil, err
 	}
 	s.router, err = message.NewRouter(message.RouterConfig{CloseTimeout: cfg.CloseTimeout}, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	s.router.AddMiddleware(
-		poison.Middleware,           // 1. outermost: parks what Retry gave up on, then acks it
-		RetryPolicy(cfg).Middleware, // 2.
-		inbox.Middleware,            // 3. innermost: every attempt is a fresh transaction
-	)
+	// The poison queue (parks what Retry gave up on, then acks it), Retry,
+	// and the inbox (every attempt a fresh transaction), in that order.
+	s.router.AddMiddleware(s.oncebox.Middleware)
 	s.router.AddConsumerHandler(HandlerName, topic, cfg.Subscriber, s.shipOrder)
 	return s, nil
 }
@@ -168,9 +184,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 // retries waiting cfg.RetryInterval, then twice as long each time.
 // MaxInterval must be set for that: without it Watermill's backoff keeps
 // every wait at InitialInterval (100, 100, 100 ms), whatever Multiplier says.
-func RetryPolicy(cfg Config) wmw.Retry {
-	return wmw.Retry{MaxRetries: cfg.MaxRetries, InitialInterval: cfg.RetryInterval, Multiplier: 2,
-		MaxInterval: cfg.RetryInterval << cfg.MaxRetries, Logger: cfg.Logger}
+func RetryPolicy(cfg Config) wmw.Retry { return middleware.RetryPolicy(retryConfig(cfg), cfg.Logger) }
+
+func retryConfig(cfg Config) oncebox.RetryConfig {
+	return oncebox.RetryConfig{MaxRetries: oncebox.Int(cfg.MaxRetries), InitialInterval: cfg.RetryInterval,
+		Multiplier: 2, MaxInterval: cfg.RetryInterval << cfg.MaxRetries}
 }
 
 // Dialect is the oncebox dialect of the service's schema (its tables'
@@ -189,7 +207,8 @@ func (s *Service) Stats() Stats {
 		DuplicatesFromCache: s.stats.cached.Load(), Failed: s.stats.failed.Load()}
 }
 
-// Run consumes until ctx ends, running the inbox clean-up beside, and
+// Run consumes until ctx ends, running oncebox's background work beside
+// (inbox clean-up, DLQ retry, the relay of retried messages), and
 // serves Handler on ln when ln is not nil. Then it stops gracefully: the
 // router stops taking messages and gives the handlers in flight
 // CloseTimeout to finish (an interrupted one rolls back and its message is
@@ -234,7 +253,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 			cancel()
 		}
 	}()
-	goRun("inbox cleaner", func() error { return s.cleaner.Run(context.WithoutCancel(ctx)) })
+	goRun("oncebox", func() error { return s.oncebox.Run(context.WithoutCancel(ctx)) })
 	var srv *http.Server
 	if ln != nil {
 		srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -262,7 +281,7 @@ func (s *Service) Run(ctx context.Context, ln net.Listener) error {
 			errs = append(errs, fmt.Errorf("router: %w", err))
 		}
 	}
-	_ = s.cleaner.Close()
+	_ = s.oncebox.Close()
 	if srv != nil {
 		shutCtx, cancelShut := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancelShut()
