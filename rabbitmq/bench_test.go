@@ -3,10 +3,12 @@ package rabbitmq_test
 import (
 	"bytes"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
 	amqpwm "github.com/ThreeDotsLabs/watermill-amqp/v3/pkg/amqp"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/rabbitmq"
@@ -101,4 +103,63 @@ func firstError(errs []error) error {
 		}
 	}
 	return nil
+}
+
+// BenchmarkRawSpread1000 is the measurement that decided spreading: amqp091
+// alone, a 1,000-message batch split over 1, 2, 4 or 8 confirm channels
+// published and confirmed in parallel.
+func BenchmarkRawSpread1000(b *testing.B) {
+	conn := admin(b)
+	const total = 1000
+	msgs := events(total)
+	pubs := make([]amqp.Publishing, total)
+	for i, m := range msgs {
+		pubs[i] = amqp.Publishing{Body: append(m.Payload, bytes.Repeat([]byte(" "), 240)...), DeliveryMode: amqp.Persistent, MessageId: m.UUID,
+			Headers: amqp.Table{"a": "b", "c": "d", "e": "f", "g": "h", "i": "j"}}
+	}
+	for _, n := range []int{1, 2, 4, 8} {
+		b.Run("channels-"+strconv.Itoa(n), func(b *testing.B) {
+			queue := uniqueName(b, "oncebox-bench-raw")
+			declareQueue(b, conn, queue)
+			chans := make([]*amqp.Channel, n)
+			for i := range chans {
+				ch, err := conn.Channel()
+				require.NoError(b, err)
+				require.NoError(b, ch.Confirm(false))
+				chans[i] = ch
+				defer ch.Close()
+			}
+			b.ResetTimer()
+			for range b.N {
+				var wg sync.WaitGroup
+				for c, ch := range chans {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						var dcs []*amqp.DeferredConfirmation
+						for i := c; i < total; i += n {
+							dc, err := ch.PublishWithDeferredConfirm("", queue, true, false, pubs[i])
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							dcs = append(dcs, dc)
+						}
+						for _, dc := range dcs {
+							if !dc.Wait() {
+								b.Error("nacked")
+							}
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			b.ReportMetric(float64(total*b.N)/b.Elapsed().Seconds(), "msgs/s")
+			b.StopTimer()
+			ch, err := conn.Channel()
+			require.NoError(b, err)
+			_, _ = ch.QueuePurge(queue, false)
+			_ = ch.Close()
+		})
+	}
 }
