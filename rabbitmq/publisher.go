@@ -85,7 +85,8 @@ type PublisherConfig struct {
 	SpreadUnkeyed bool
 	// ConfirmTimeout bounds one call: each network write, and the wait from
 	// the first publish until the last confirm. When it passes, the call's
-	// error wraps oncebox.ErrBrokerUnavailable and the channel is replaced.
+	// error wraps oncebox.ErrBrokerUnavailable and the channels that were
+	// still waiting are replaced.
 	// Default 30s.
 	ConfirmTimeout time.Duration
 	// DialTimeout bounds the TCP connect and the AMQP handshake of a
@@ -161,8 +162,9 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 // It holds one connection, dialled by the first call that needs it (a
 // publish, ProbeBroker, DeclareDurableQueue) and again by the first call
 // after it was lost, and up to PublisherConfig.Channels slots of
-// ChannelsPerCall channels in confirm mode, opened when first needed. NewPublisher does not dial, so that a
-// relay starts while the broker is down.
+// ChannelsPerCall channels in confirm mode, opened when first needed.
+// NewPublisher does not dial, so that a relay starts while the broker is
+// down.
 type Publisher struct {
 	cfg    PublisherConfig
 	logger watermill.LoggerAdapter
