@@ -88,7 +88,9 @@ func runBrokers(ctx context.Context, e *env) ([]row, error) {
 		{name: "RabbitMQ: oncebox poller → oncebox rabbitmq publisher", n: nRabbit,
 			note: "durable queue, persistent, mandatory; a batch's confirms awaited together; goal ≥ 10× the forwarder",
 			drain: func(ctx context.Context, n int) (time.Duration, error) {
-				pub, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: amqpURL}, watermill.NopLogger{})
+				// The backlog's events have no key: SpreadUnkeyed spreads each
+				// batch over the publisher's 4 confirm channels per call.
+				pub, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: amqpURL, SpreadUnkeyed: true}, watermill.NopLogger{})
 				if err != nil {
 					return 0, err
 				}

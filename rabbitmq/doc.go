@@ -3,9 +3,11 @@
 // configuration the inbox needs.
 //
 // [Publisher] is a message.Publisher built directly on amqp091-go that also
-// implements poller.BatchPublisher. It publishes a whole batch on a channel
-// in confirm mode with the mandatory flag, then waits for every confirm
-// (bounded by PublisherConfig.ConfirmTimeout). A message the broker returns
+// implements poller.BatchPublisher. It publishes a whole batch with the
+// mandatory flag over up to PublisherConfig.ChannelsPerCall channels in
+// confirm mode in parallel, each ordering key's messages on one channel in
+// batch order, then waits for every confirm (bounded by
+// PublisherConfig.ConfirmTimeout). A message the broker returns
 // as unroutable, or nacks, is that message's failure, so the relay retries it
 // and finally moves it to the DLQ table instead of losing it. Errors meaning
 // the broker cannot be reached wrap oncebox.ErrBrokerUnavailable, so the

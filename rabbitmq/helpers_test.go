@@ -113,12 +113,41 @@ func queueDepth(t testing.TB, conn *amqp.Connection, queue string) int {
 // arrived or 20 seconds pass.
 func drain(t testing.TB, conn *amqp.Connection, queue string, want int) []amqp.Delivery {
 	t.Helper()
+	got := drainUntil(t, conn, queue, func(got []amqp.Delivery) bool { return len(got) >= want })
+	require.Len(t, got, want, "messages in %s", queue)
+	return got
+}
+
+// drainDistinct takes the messages of queue until want distinct message
+// ids have arrived or 20 seconds pass, and returns the first delivery of
+// each id, in arrival order: what a consumer behind the inbox sees when a
+// resend duplicated some.
+func drainDistinct(t testing.TB, conn *amqp.Connection, queue string, want int) []amqp.Delivery {
+	t.Helper()
+	seen := map[string]bool{}
+	var first []amqp.Delivery
+	drainUntil(t, conn, queue, func(got []amqp.Delivery) bool {
+		if len(got) > 0 && !seen[got[len(got)-1].MessageId] {
+			seen[got[len(got)-1].MessageId] = true
+			first = append(first, got[len(got)-1])
+		}
+		return len(first) >= want
+	})
+	require.Len(t, first, want, "distinct messages in %s", queue)
+	return first
+}
+
+// drainUntil takes the messages of queue (acknowledging them) until done
+// says so or 20 seconds pass. done sees the messages taken so far, also
+// when the queue had none to give.
+func drainUntil(t testing.TB, conn *amqp.Connection, queue string, done func(got []amqp.Delivery) bool) []amqp.Delivery {
+	t.Helper()
 	ch, err := conn.Channel()
 	require.NoError(t, err)
 	defer ch.Close()
 	var got []amqp.Delivery
 	deadline := time.Now().Add(20 * time.Second)
-	for len(got) < want && time.Now().Before(deadline) {
+	for !done(got) && time.Now().Before(deadline) {
 		d, ok, err := ch.Get(queue, true)
 		require.NoError(t, err)
 		if !ok {
@@ -127,8 +156,28 @@ func drain(t testing.TB, conn *amqp.Connection, queue string, want int) []amqp.D
 		}
 		got = append(got, d)
 	}
-	require.Len(t, got, want, "messages in %s", queue)
 	return got
+}
+
+// requireOrderPerKey checks that the deliveries got are the messages sent,
+// each once, and that each ordering key's messages arrived in the order of
+// sent: the order a publisher spreading a batch over channels keeps.
+// Messages without a key count as one key.
+func requireOrderPerKey(t testing.TB, sent []*message.Message, got []amqp.Delivery) {
+	t.Helper()
+	want := map[string][]string{}
+	for _, m := range sent {
+		want[oncebox.Key(m)] = append(want[oncebox.Key(m)], m.UUID)
+	}
+	have := map[string][]string{}
+	for _, d := range got {
+		key, _ := d.Headers[oncebox.HeaderKey].(string)
+		have[key] = append(have[key], d.MessageId)
+	}
+	require.Equal(t, len(want), len(have), "keys")
+	for key, ids := range want {
+		require.Equal(t, ids, have[key], "the messages of key %q, in order", key)
+	}
 }
 
 // newPublisher builds a publisher closed at the end of the test.

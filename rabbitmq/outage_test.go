@@ -83,9 +83,14 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 	require.Zero(t, failed)
 
 	got := drain(t, conn, queue, len(msgs))
-	for i, d := range got { // one type, one channel: claim order
-		require.Equal(t, msgs[i].UUID, d.MessageId)
-		require.Equal(t, msgs[i].Metadata.Get(oncebox.HeaderEventID), d.Headers[oncebox.HeaderEventID])
-		require.Equal(t, oncebox.Key(msgs[i]), d.Headers[oncebox.HeaderKey])
+	// One type: each key's events in claim order (a batch is spread over
+	// channels by key).
+	requireOrderPerKey(t, msgs, got)
+	byUUID := map[string]*message.Message{}
+	for _, m := range msgs {
+		byUUID[m.UUID] = m
+	}
+	for _, d := range got {
+		require.Equal(t, byUUID[d.MessageId].Metadata.Get(oncebox.HeaderEventID), d.Headers[oncebox.HeaderEventID])
 	}
 }

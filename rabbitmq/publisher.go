@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"strconv"
 	"sync"
@@ -25,6 +26,10 @@ var _ poller.BatchPublisher = (*Publisher)(nil)
 // keys, header names and the message-id property. amqp091-go would silently
 // truncate a longer one, so the publisher refuses it instead.
 const maxShortString = 255
+
+// maxChannels is the most channels the publisher opens on its connection:
+// channel_max, RabbitMQ's and amqp091-go's default.
+const maxChannels = 2047
 
 // returnBuffer is the capacity of each channel's basic.return queue. The
 // connection's reader blocks when it is full until the call in flight drains
@@ -54,15 +59,34 @@ type PublisherConfig struct {
 	// bounded by DialTimeout) so that every write is bounded by
 	// ConfirmTimeout. Heartbeat defaults to 10s, as amqp091.Dial's.
 	AMQP amqp.Config
-	// Channels is how many AMQP channels the publisher keeps on its one
-	// connection, hence how many calls run at once; a further call waits for
-	// a channel. The poller calls from one goroutine per event type. Each
-	// channel serves one call at a time, which is what lets a basic.return be
+	// Channels is how many calls run at once; a further call waits until
+	// one ends. The poller calls from one goroutine per event type. Each
+	// call holds a slot of up to ChannelsPerCall AMQP channels of its own on
+	// the publisher's one connection, and never waits for more: each channel
+	// serves one call at a time, which is what lets a basic.return be
 	// matched to its message. Default 4.
 	Channels int
+	// ChannelsPerCall is how many confirm channels one call spreads its
+	// batch over, published and confirmed in parallel. The messages of one
+	// ordering key (oncebox.Key) always go to the same channel of the call,
+	// chosen by a stable hash of the key (FNV-1a, 32 bits, modulo
+	// ChannelsPerCall), in their batch order, so a queue receives each key's
+	// messages in order. Messages without a key go to the call's first
+	// channel, in batch order, unless SpreadUnkeyed. Channels are opened
+	// when a call first needs them; the connection holds at most Channels ×
+	// ChannelsPerCall, which must not exceed 2047 (channel_max). Default 4;
+	// 1 sends every batch on one channel.
+	ChannelsPerCall int
+	// SpreadUnkeyed lets the messages without an ordering key spread over
+	// the call's channels too (round-robin), for speed: their order is then
+	// lost, as Kafka loses it for unkeyed messages over partitions. Default
+	// false: one instance delivers a type's unkeyed messages to a queue in
+	// claim order, as a single channel does.
+	SpreadUnkeyed bool
 	// ConfirmTimeout bounds one call: each network write, and the wait from
 	// the first publish until the last confirm. When it passes, the call's
-	// error wraps oncebox.ErrBrokerUnavailable and the channel is replaced.
+	// error wraps oncebox.ErrBrokerUnavailable and the channels that were
+	// still waiting are replaced.
 	// Default 30s.
 	ConfirmTimeout time.Duration
 	// DialTimeout bounds the TCP connect and the AMQP handshake of a
@@ -91,6 +115,9 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 	if c.Channels == 0 {
 		c.Channels = 4
 	}
+	if c.ChannelsPerCall == 0 {
+		c.ChannelsPerCall = 4
+	}
 	if c.ConfirmTimeout == 0 {
 		c.ConfirmTimeout = 30 * time.Second
 	}
@@ -116,6 +143,13 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 	if c.Channels < 0 {
 		errs = append(errs, fmt.Errorf("Channels must be > 0, got %d", c.Channels))
 	}
+	if c.ChannelsPerCall < 0 {
+		errs = append(errs, fmt.Errorf("ChannelsPerCall must be > 0, got %d", c.ChannelsPerCall))
+	}
+	if c.Channels > 0 && c.ChannelsPerCall > 0 && c.Channels > maxChannels/c.ChannelsPerCall {
+		errs = append(errs, fmt.Errorf("Channels × ChannelsPerCall must be at most %d (channel_max), got %d × %d",
+			maxChannels, c.Channels, c.ChannelsPerCall))
+	}
 	if c.ConfirmTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ConfirmTimeout must be > 0, got %s", c.ConfirmTimeout))
 	}
@@ -135,9 +169,10 @@ func (c PublisherConfig) withDefaults() (PublisherConfig, error) {
 //
 // It holds one connection, dialled by the first call that needs it (a
 // publish, ProbeBroker, DeclareDurableQueue) and again by the first call
-// after it was lost, and up to PublisherConfig.Channels channels in confirm
-// mode, opened when first needed. NewPublisher does not dial, so that a
-// relay starts while the broker is down.
+// after it was lost, and up to PublisherConfig.Channels slots of
+// ChannelsPerCall channels in confirm mode, opened when first needed.
+// NewPublisher does not dial, so that a relay starts while the broker is
+// down.
 type Publisher struct {
 	cfg    PublisherConfig
 	logger watermill.LoggerAdapter
@@ -177,8 +212,14 @@ func (cn *connection) usable() bool {
 	return cn != nil && !cn.dead.Load() && !cn.c.IsClosed()
 }
 
-// slot is one AMQP channel in confirm mode. One call uses it at a time.
+// slot is what one call holds: ChannelsPerCall channels, each opened when
+// a call first needs it. One call uses a slot at a time.
 type slot struct {
+	chans []*channel
+}
+
+// channel is one AMQP channel in confirm mode.
+type channel struct {
 	ch      *amqp.Channel
 	conn    *connection
 	returns chan amqp.Return
@@ -202,7 +243,11 @@ func NewPublisher(cfg PublisherConfig, logger watermill.LoggerAdapter) (*Publish
 	}
 	p := &Publisher{cfg: cfg, logger: logger, slots: make(chan *slot, cfg.Channels)}
 	for range cfg.Channels {
-		p.slots <- &slot{}
+		s := &slot{chans: make([]*channel, cfg.ChannelsPerCall)}
+		for j := range s.chans {
+			s.chans[j] = &channel{}
+		}
+		p.slots <- s
 	}
 	return p, nil
 }
@@ -229,9 +274,13 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	return errors.Join(errs...)
 }
 
-// PublishBatch publishes msgs to topic (the routing key) on one channel
-// with the mandatory flag and persistent delivery, then waits for the
-// broker's confirm of each. It returns one result per message, in order:
+// PublishBatch publishes msgs to topic (the routing key) with the mandatory
+// flag and persistent delivery, then waits for the broker's confirm of
+// each. The batch is spread over up to PublisherConfig.ChannelsPerCall
+// confirm channels published in parallel: the messages of one ordering key
+// (oncebox.Key) on one channel in batch order, the unkeyed ones on the first
+// channel in batch order (over all of them with SpreadUnkeyed). It returns
+// one result per message, in order:
 // nil when the broker confirmed the message and did not return it; an error
 // wrapping ErrUnroutable when it was returned (no queue bound), ErrNacked
 // when it was nacked, ErrChannelClosed when the broker refused it with a
@@ -270,7 +319,9 @@ func (p *Publisher) PublishBatch(topic string, msgs ...*message.Message) (result
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			p.discard(s)
+			for _, c := range s.chans {
+				p.discard(c)
+			}
 			results, err = nil, fmt.Errorf("rabbitmq: publish panicked: %v", r)
 		}
 		p.slots <- s
@@ -428,7 +479,7 @@ func (p *Publisher) dial() (*connection, error) {
 // the broker; when they are not answered before ctx ends the connection is
 // killed (the requests cannot be cancelled otherwise) and the next call
 // dials again.
-func (p *Publisher) ensureChannel(ctx context.Context, s *slot) (*connection, error) {
+func (p *Publisher) ensureChannel(ctx context.Context, s *channel) (*connection, error) {
 	cn, err := p.connection()
 	if err != nil {
 		return nil, err
@@ -481,7 +532,7 @@ func (p *Publisher) ensureChannel(ctx context.Context, s *slot) (*connection, er
 // returns are drained, so that the connection's reader never blocks on
 // them. Both goroutines end when the channel has shut down, at the latest
 // when the connection does.
-func (p *Publisher) discard(s *slot) {
+func (p *Publisher) discard(s *channel) {
 	if s.ch == nil {
 		return
 	}
@@ -499,7 +550,12 @@ func (p *Publisher) discard(s *slot) {
 	}()
 }
 
-// publish sends the call's messages and settles their results.
+// publish sends the call's messages and settles their results: each lane
+// (the messages given to one channel of the slot, see lanes) on its own
+// channel, the lanes in parallel. The call's error, when a lane has one, is
+// that of the first such lane; the other lanes still ran to their end
+// (bounded by the same ConfirmTimeout) rather than being cut, since cutting
+// a channel being opened kills the connection every call shares.
 func (p *Publisher) publish(ctx context.Context, s *slot, topic string, msgs []*message.Message, results []error) ([]error, error) {
 	pubs := make([]amqp.Publishing, len(msgs))
 	ids := make(map[string]int, len(msgs))
@@ -520,34 +576,94 @@ func (p *Publisher) publish(ctx context.Context, s *slot, topic string, msgs []*
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.ConfirmTimeout)
 	defer cancel()
-	w := waiter{p: p, ctx: cctx, parent: ctx, s: s, topic: topic, pubs: pubs, ids: ids, results: results}
-	unconfirmed, refused, err := w.attempt(pending)
-	if err != nil {
-		return nil, err
+	lanes := p.lanes(msgs, pending)
+	errs := make([]error, len(lanes))
+	var wg sync.WaitGroup
+	for j, idx := range lanes {
+		if len(idx) == 0 {
+			continue
+		}
+		// Each waiter writes only the results of its own lane's messages.
+		w := waiter{p: p, ctx: cctx, parent: ctx, s: s.chans[j], topic: topic, pubs: pubs, ids: ids, results: results}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[j] = w.sendLane(idx)
+		}()
 	}
-	if refused == nil {
-		return results, nil
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// lanes assigns the pending messages to the slot's channels, each lane in
+// batch order: a keyed message to the channel of its key (keyChannel), so
+// that a key's messages reach the queue in order; an unkeyed one to the
+// first channel, or round-robin over all of them with SpreadUnkeyed.
+func (p *Publisher) lanes(msgs []*message.Message, pending []int) [][]int {
+	n := p.cfg.ChannelsPerCall
+	lanes := make([][]int, n)
+	unkeyed := 0
+	for _, i := range pending {
+		j := 0
+		if key := oncebox.Key(msgs[i]); key != "" {
+			j = keyChannel(key, n)
+		} else if p.cfg.SpreadUnkeyed {
+			j = unkeyed % n
+			unkeyed++
+		}
+		lanes[j] = append(lanes[j], i)
+	}
+	return lanes
+}
+
+// keyChannel is the channel of a call's n that carries the messages of
+// key: FNV-1a (32 bits) of the key modulo n. It depends on nothing but the
+// key and n, so a key keeps its channel from call to call and from process
+// to process while ChannelsPerCall is unchanged.
+func keyChannel(key string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
+}
+
+// sendLane sends the messages idx on the waiter's channel and settles
+// them. A panic becomes the lane's error, and its channel is dropped.
+func (w *waiter) sendLane(idx []int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.p.discard(w.s)
+			err = fmt.Errorf("rabbitmq: publish panicked: %v", r)
+		}
+	}()
+	unconfirmed, refused, err := w.attempt(idx)
+	if err != nil || refused == nil {
+		return err
 	}
 	// The broker closed the channel over one of the unconfirmed messages
 	// and dropped those published after it. Send them again one at a time
 	// to find which: only that one fails; the others (a few of which may
 	// now be duplicates) succeed.
-	p.logger.Error("rabbitmq: the broker closed the channel; resending the unconfirmed messages one by one", refused,
-		watermill.LogFields{"topic": topic, "unconfirmed": len(unconfirmed)})
+	w.p.logger.Error("rabbitmq: the broker closed the channel; resending the unconfirmed messages one by one", refused,
+		watermill.LogFields{"topic": w.topic, "unconfirmed": len(unconfirmed)})
 	if len(unconfirmed) == 1 {
-		results[unconfirmed[0]] = channelClosedError(refused)
-		return results, nil
+		w.results[unconfirmed[0]] = channelClosedError(refused)
+		return nil
 	}
 	for _, i := range unconfirmed {
 		_, refused, err := w.attempt([]int{i})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if refused != nil {
-			results[i] = channelClosedError(refused)
+			w.results[i] = channelClosedError(refused)
 		}
 	}
-	return results, nil
+	return nil
 }
 
 func channelClosedError(e *amqp.Error) error {
@@ -591,12 +707,13 @@ func (p *Publisher) messageID(uuid string, taken map[string]int) string {
 	}
 }
 
-// waiter publishes messages of one call on its slot and settles them.
+// waiter publishes messages of one call on one channel of its slot and
+// settles them.
 type waiter struct {
 	p       *Publisher
 	ctx     context.Context // bounded by ConfirmTimeout
 	parent  context.Context // the caller's
-	s       *slot
+	s       *channel
 	topic   string
 	pubs    []amqp.Publishing
 	ids     map[string]int // message-id -> index
