@@ -14,7 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -50,7 +52,7 @@ func run() error {
 		only    = flag.String("scenarios", "", "comma-separated scenarios to run (default: all)")
 		dsn     = flag.String("postgres", envOr("ONCEBOX_BENCH_POSTGRES_DSN", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN")
 		mariadb = flag.String("mariadb", envOr("ONCEBOX_BENCH_MARIADB_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true&loc=UTC"),
-			"MariaDB DSN (go-sql-driver/mysql) of the mariadb scenarios; they create and drop the database "+benchSchema)
+			"MariaDB DSN (go-sql-driver/mysql) of the mariadb scenarios; they create and drop a database oncebox_bench_<pid>_<random>")
 		out     = flag.String("out", "bench/results", "directory of latest.md and latest.json")
 		scale   = flag.Float64("scale", 1, "multiplies the amount of work of every scenario (0.1 for a smoke run)")
 		timeout = flag.Duration("timeout", 15*time.Minute, "overall time budget")
@@ -58,6 +60,12 @@ func run() error {
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	// An interrupted run cancels ctx instead of dying, so that the deferred
+	// clean-ups drop its schema and databases; a second signal kills it.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	fmt.Fprintf(stderr, "bench: this run's scratch schema (and MariaDB database): %s\n", benchSchema)
 
 	e, err := newEnv(ctx, *dsn, *mariadb, *scale)
 	if err != nil {
