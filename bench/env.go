@@ -25,6 +25,9 @@ type env struct {
 	// mariadbDSN is the MariaDB of the mariadb scenarios, which connect to
 	// it themselves.
 	mariadbDSN string
+	// forwarderDeadline bounds the backlog scenario's largest forwarder
+	// drain; what it delivered by then is its figure.
+	forwarderDeadline time.Duration
 }
 
 // benchSchema is this run's scratch schema on PostgreSQL (on MariaDB, its
