@@ -90,24 +90,30 @@ func TestBacklogScenario(t *testing.T) {
 		require.Positive(t, r.Value, r.Case)
 	}
 	require.Equal(t, []string{
+		"raw SQL claim-and-mark loop, 1 worker, batch 1000, backlog of 1,000",
+		"raw SQL claim-and-mark loop, 1 worker, batch 1000, backlog of 10,000",
 		"oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms, backlog of 1,000",
 		"oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms, backlog of 10,000",
 		"oncebox poller, 1 instance, defaults (batch 200, min-fixed-delay 250ms), backlog of 1,000",
 		"oncebox poller, 1 instance, defaults (batch 200, min-fixed-delay 250ms), backlog of 10,000",
 		"watermill forwarder, defaults, backlog of 1,000",
 		"watermill forwarder, defaults, backlog of 3,000",
-		"oncebox poller, batch 1000, min-fixed-delay 1ms: peak RSS draining 1,000",
-		"oncebox poller, batch 1000, min-fixed-delay 1ms: peak RSS draining 10,000",
-		"oncebox poller, defaults (batch 200, min-fixed-delay 250ms): peak RSS draining 1,000",
-		"oncebox poller, defaults (batch 200, min-fixed-delay 250ms): peak RSS draining 10,000",
+		"oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms: peak RSS draining 1,000",
+		"oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms: peak RSS draining 10,000",
+		"oncebox poller, 1 instance, defaults (batch 200, min-fixed-delay 250ms): peak RSS draining 1,000",
+		"oncebox poller, 1 instance, defaults (batch 200, min-fixed-delay 250ms): peak RSS draining 10,000",
 	}, cases)
-	for _, i := range []int{1, 3} {
-		require.Contains(t, rows[i].Note, "ratio 10,000/1,000: ")
-		require.InDelta(t, rows[i].Value/rows[i-1].Value, rows[i].Ratio, 1e-9)
+	for _, i := range []int{1, 3, 5, 9, 11} {
+		require.True(t, rows[i-1].Baseline, rows[i-1].Case)
+		require.InDelta(t, rows[i].Value/rows[i-1].Value, rows[i].Ratio, 1e-9, rows[i].Case)
 	}
-	require.True(t, strings.HasPrefix(rows[5].Note, "did not finish: "), rows[5].Note)
-	require.Contains(t, rows[8].Note, "before the drain")
-	require.Equal(t, "MiB (VmRSS)", rows[9].Unit)
+	for _, i := range []int{3, 5} {
+		require.Contains(t, rows[i].Note, "ratio 10,000/1,000: ")
+		require.Contains(t, rows[i].Note, "the raw loop's in this run: ")
+	}
+	require.True(t, strings.HasPrefix(rows[7].Note, "did not finish: "), rows[7].Note)
+	require.Contains(t, rows[10].Note, "before the drain")
+	require.Equal(t, "MiB (VmRSS)", rows[11].Unit)
 
 	var left int
 	require.NoError(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", benchSchema).Scan(&left))

@@ -30,7 +30,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"publish", "publishing inside a business transaction vs a raw multi-row INSERT", runPublish},
 	{"relay", "relay throughput from a backlog to a no-op publisher: oncebox poller and Watermill's forwarder vs a raw SQL claim-and-mark loop", runRelay},
-	{"backlog", "relay throughput as the backlog grows: the oncebox poller at 1,000,000 rows vs 100,000 (tuned and defaults), Watermill's forwarder (defaults) at 300,000 within a deadline vs 100,000; the bench process's memory (VmRSS, Go heap) before and at the peak of each poller drain", runBacklog},
+	{"backlog", "relay throughput as the backlog grows: the raw claim-and-mark loop and the oncebox poller (tuned and defaults) at 1,000,000 rows vs 100,000, Watermill's forwarder (defaults) at 300,000 within a deadline vs 100,000; the bench process's memory (VmRSS, Go heap) before and at the peak of each poller drain", runBacklog},
 	{"idle", "SQL statements and transactions per hour for one idle event type: oncebox poller (defaults, simulated hour) vs Watermill's forwarder (defaults)", runIdle},
 	{"mariadb-relay", "the relay scenario on MariaDB: the raw loop through the MySQL dialect's Claim and MarkProcessed, the oncebox poller and Watermill's forwarder over watermill-sql's MySQL adapters", runMariaDBRelay},
 	{"mariadb-idle", "the idle scenario on MariaDB: statements and transactions per hour for one idle event type, counted by a counting database/sql driver and by MariaDB's status counters", runMariaDBIdle},
