@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"os"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -23,9 +25,27 @@ type env struct {
 	// mariadbDSN is the MariaDB of the mariadb scenarios, which connect to
 	// it themselves.
 	mariadbDSN string
+	// forwarderDeadline bounds the backlog scenario's largest forwarder
+	// drain; what it delivered by then is its figure.
+	forwarderDeadline time.Duration
 }
 
-const benchSchema = "oncebox_bench"
+// benchSchema is this run's scratch schema on PostgreSQL (on MariaDB, its
+// scratch database): oncebox_bench_, the process id and a random suffix, so
+// that two runs at once (two engineers, or a bench beside its own smoke test)
+// never drop each other's tables. Each scenario drops it when it ends, on an
+// error too, and run turns SIGINT and SIGTERM into a cancelled context so that
+// those clean-ups run; only a run killed outright (SIGKILL) leaves it behind,
+// under a name that says which run it was (run prints it at the start).
+var benchSchema = runSchemaName()
+
+// runSchemaName returns a name unique to this run that needs no quoting in
+// PostgreSQL or MariaDB: lower-case letters, digits and underscores.
+func runSchemaName() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails: it crashes the program instead
+	return fmt.Sprintf("oncebox_bench_%d_%x", os.Getpid(), b)
+}
 
 func newEnv(ctx context.Context, dsn, mariadbDSN string, scale float64) (*env, error) {
 	pool, err := newPool(ctx, dsn)

@@ -19,8 +19,8 @@ import (
 
 // idleDatabase is created for the idle scenario and dropped after it, so
 // that PostgreSQL's per-database transaction counters see only the relay
-// under test.
-const idleDatabase = "oncebox_bench_idle"
+// under test. It is named after the run's bench schema, unique to the run.
+var idleDatabase = benchSchema + "_idle"
 
 // idleDeadline bounds each idle measurement in real time.
 const idleDeadline = 3 * time.Minute

@@ -14,7 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -28,6 +30,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"publish", "publishing inside a business transaction vs a raw multi-row INSERT", runPublish},
 	{"relay", "relay throughput from a backlog to a no-op publisher: oncebox poller and Watermill's forwarder vs a raw SQL claim-and-mark loop", runRelay},
+	{"backlog", "relay throughput as the backlog grows: the raw claim-and-mark loop and the oncebox poller (tuned and defaults) at 1,000,000 rows vs 100,000, Watermill's forwarder (defaults) at 300,000 within a deadline vs 100,000; the bench process's memory (VmRSS, Go heap) before and at the peak of each poller drain", runBacklog},
 	{"idle", "SQL statements and transactions per hour for one idle event type: oncebox poller (defaults, simulated hour) vs Watermill's forwarder (defaults)", runIdle},
 	{"mariadb-relay", "the relay scenario on MariaDB: the raw loop through the MySQL dialect's Claim and MarkProcessed, the oncebox poller and Watermill's forwarder over watermill-sql's MySQL adapters", runMariaDBRelay},
 	{"mariadb-idle", "the idle scenario on MariaDB: statements and transactions per hour for one idle event type, counted by a counting database/sql driver and by MariaDB's status counters", runMariaDBIdle},
@@ -50,20 +53,29 @@ func run() error {
 		only    = flag.String("scenarios", "", "comma-separated scenarios to run (default: all)")
 		dsn     = flag.String("postgres", envOr("ONCEBOX_BENCH_POSTGRES_DSN", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL DSN")
 		mariadb = flag.String("mariadb", envOr("ONCEBOX_BENCH_MARIADB_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true&loc=UTC"),
-			"MariaDB DSN (go-sql-driver/mysql) of the mariadb scenarios; they create and drop the database "+benchSchema)
+			"MariaDB DSN (go-sql-driver/mysql) of the mariadb scenarios; they create and drop a database oncebox_bench_<pid>_<random>")
 		out     = flag.String("out", "bench/results", "directory of latest.md and latest.json")
 		scale   = flag.Float64("scale", 1, "multiplies the amount of work of every scenario (0.1 for a smoke run)")
-		timeout = flag.Duration("timeout", 15*time.Minute, "overall time budget")
+		timeout = flag.Duration("timeout", 30*time.Minute, "overall time budget")
+		fwdDL   = flag.Duration("forwarder-deadline", 2*time.Minute,
+			"how long the backlog scenario lets Watermill's forwarder drain its largest backlog (300,000 rows at scale 1); what it delivered by then is the figure")
 	)
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	// An interrupted run cancels ctx instead of dying, so that the deferred
+	// clean-ups drop its schema and databases; a second signal kills it.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	fmt.Fprintf(stderr, "bench: this run's scratch schema (and MariaDB database): %s\n", benchSchema)
 
 	e, err := newEnv(ctx, *dsn, *mariadb, *scale)
 	if err != nil {
 		return err
 	}
 	defer e.close()
+	e.forwarderDeadline = *fwdDL
 
 	rep := report{Started: time.Now().UTC(), Machine: machine()}
 	for _, s := range scenarios {

@@ -44,6 +44,17 @@ type relayDB struct {
 	// clock, unless nil, is told when a case's clock starts (true) and
 	// stops (false).
 	clock func(start bool)
+	// fill, unless nil, writes the n events of relayEventType a case
+	// drains, instead of insertBacklog.
+	fill func(ctx context.Context, d dialects.Dialect, n int) error
+}
+
+// backlog writes the n due events of relayEventType a case drains.
+func (r *relayDB) backlog(ctx context.Context, d dialects.Dialect, n int) error {
+	if r.fill != nil {
+		return r.fill(ctx, d, n)
+	}
+	return insertBacklog(ctx, r.db, d, relayEventType, n)
 }
 
 // startClock starts a case's clock.
@@ -81,13 +92,14 @@ func (e *env) pgRelayDB() *relayDB {
 
 // relayCase is one row of a relay scenario: drain relays a backlog of n
 // events it wrote itself and returns the time from start to the last event
-// done.
+// done, within deadline (0: relayDeadline).
 type relayCase struct {
 	name     string
 	n        int
 	baseline bool
 	note     string
 	drain    func(ctx context.Context, r *relayDB, n int) (time.Duration, error)
+	deadline time.Duration
 }
 
 // runRelay measures how fast each relay drains a backlog of due events to a
@@ -187,10 +199,14 @@ func measureRelays(ctx context.Context, scenario string, r *relayDB, cases []rel
 	return withRatios(rows), nil
 }
 
-// drainOnce runs case c once on r within relayDeadline and returns its time
+// drainOnce runs case c once on r within its deadline and returns its time
 // and what r's watch saw meanwhile.
 func drainOnce(ctx context.Context, r *relayDB, c relayCase) (took time.Duration, w watched, err error) {
-	ctx, cancel := context.WithTimeout(ctx, relayDeadline)
+	deadline := c.deadline
+	if deadline == 0 {
+		deadline = relayDeadline
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
 	var stop func() watched
 	if r.watch != nil {
@@ -229,7 +245,7 @@ func drainRaw(batch int) func(ctx context.Context, r *relayDB, n int) (time.Dura
 		if err != nil {
 			return 0, err
 		}
-		if err := insertBacklog(ctx, r.db, d, relayEventType, n); err != nil {
+		if err := r.backlog(ctx, d, n); err != nil {
 			return 0, err
 		}
 		start := r.startClock()
@@ -320,7 +336,7 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 		if err != nil {
 			return 0, err
 		}
-		if err := insertBacklog(ctx, r.db, d, relayEventType, n); err != nil {
+		if err := r.backlog(ctx, d, n); err != nil {
 			return 0, err
 		}
 		out := newSink(n, nil)
@@ -355,29 +371,48 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 // message.
 func drainForwarder(opts forwarderOptions) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
 	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
-		if _, err := r.fresh(ctx); err != nil {
-			return 0, err
-		}
-		if err := initForwarderSchema(r.wm); err != nil {
-			return 0, err
-		}
-		if err := insertForwarderBacklog(r.wm, relayEventType, n); err != nil {
-			return 0, err
-		}
-		out := newSink(n, nil)
-		start := r.startClock()
-		stop, err := startForwarder(ctx, r.wm, out, opts)
-		if err != nil {
-			return 0, err
-		}
-		waitErr := out.wait(ctx, "messages forwarded")
-		took := r.stopClock(start)
-		if err := errors.Join(waitErr, stop()); err != nil {
-			return 0, err
-		}
-		if out.count() != n {
-			return 0, fmt.Errorf("%d messages: the forwarder published %d", n, out.count())
-		}
-		return took, nil
+		_, took, err := forwardBacklog(ctx, r, n, opts, 0)
+		return took, err
 	}
+}
+
+// forwardBacklog writes a backlog of n messages through
+// forwarder.NewPublisher, then runs Watermill's forwarder with opts until the
+// no-op publisher has every message or, when limit is not 0, until limit has
+// passed. It returns how many messages the publisher had when the clock
+// stopped and the time; reaching limit is not an error, running out of ctx is.
+func forwardBacklog(ctx context.Context, r *relayDB, n int, opts forwarderOptions, limit time.Duration) (int, time.Duration, error) {
+	if _, err := r.fresh(ctx); err != nil {
+		return 0, 0, err
+	}
+	if err := initForwarderSchema(r.wm); err != nil {
+		return 0, 0, err
+	}
+	if err := insertForwarderBacklog(r.wm, relayEventType, n); err != nil {
+		return 0, 0, err
+	}
+	out := newSink(n, nil)
+	start := r.startClock()
+	stop, err := startForwarder(ctx, r.wm, out, opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	waitCtx, cancel := ctx, context.CancelFunc(func() {})
+	if limit > 0 {
+		waitCtx, cancel = context.WithTimeout(ctx, limit)
+	}
+	waitErr := out.wait(waitCtx, "messages forwarded")
+	cancel()
+	took := r.stopClock(start)
+	got := out.count()
+	if limit > 0 && ctx.Err() == nil {
+		waitErr = nil // the limit, not the run's deadline
+	}
+	if err := errors.Join(waitErr, stop()); err != nil {
+		return 0, 0, err
+	}
+	if limit == 0 && got != n {
+		return 0, 0, fmt.Errorf("%d messages: the forwarder published %d", n, got)
+	}
+	return min(got, n), took, nil
 }
