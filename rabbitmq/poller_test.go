@@ -70,7 +70,11 @@ func TestPollerRetriesAnUnroutableEventThenMovesItToTheDLQ(t *testing.T) {
 
 	pub := newPublisher(t, rabbitmq.PublisherConfig{})
 	h := &failures{}
-	cfg := poller.Config{Dialect: schema.Dialect, EventTypes: []string{routed, lost}, Clock: clock, Hooks: h}
+	// The fake clock runs ahead while a real send is in flight (the loops
+	// and jobs wait on it): with the 12 s default a live claim could look
+	// dead, be recovered and sent again, and its attempt reported twice.
+	cfg := poller.Config{Dialect: schema.Dialect, EventTypes: []string{routed, lost}, Clock: clock, Hooks: h,
+		HeartbeatTimeout: 2 * time.Minute}
 	cfg.Oncebox.Outbox.DLQ.Enabled = true
 	p, err := poller.New(schema.Beginner, pub, nil, cfg)
 	require.NoError(t, err)
