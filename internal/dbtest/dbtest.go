@@ -2,6 +2,10 @@
 // database a live server is available for: PostgreSQL and MySQL/MariaDB
 // always (make services starts them), Oracle when ORACLE_DSN is set. The
 // conformance suite runs each behaviour once per Target.
+//
+// It does not import the Oracle driver, so that the core module's tests do
+// not require go-ora (docs/modules.md): a test package that runs Oracle
+// targets imports it (the conformance module does).
 package dbtest
 
 import (
@@ -19,7 +23,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "github.com/sijms/go-ora/v2" // registers the "oracle" driver
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -178,6 +181,8 @@ func (tg Target) NewEmpty(t testing.TB) *Env {
 		})
 		cfg.Schema = schema
 	case "oracle":
+		require.Contains(t, sql.Drivers(), "oracle", "the Oracle driver is not linked into this test: "+
+			`import _ "github.com/sijms/go-ora/v2" in the test package (the conformance module does)`)
 		db, err := sql.Open("oracle", tg.DSN)
 		require.NoError(t, err)
 		db.SetMaxOpenConns(8)
