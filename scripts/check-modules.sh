@@ -8,6 +8,7 @@
 #   2. the user's `go list -m all` holds none of them;
 #   3. a PostgreSQL-only binary links no MySQL or Oracle driver
 #      (`go version -m` lists neither).
+# The core packages are every importable package of the root module.
 # It needs the Go module proxy (or a module cache that has the modules);
 # nothing else. Exit status 0 when every check holds.
 set -euo pipefail
@@ -68,29 +69,31 @@ require $core v0.0.0
 
 replace $core => $root
 MOD
+# Every package of the core module a user can import (not internal/, not a
+# command): today the root, publisher, poller, middleware, subscriber, dlq,
+# dialects, migrate, cache and whatever the core gains later. `go list ./...`
+# at the root stops at the nested modules.
+mapfile -t pkgs < <(cd "$root" && GOWORK=off "$GO" list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/')
+if [ "${#pkgs[@]}" -lt 8 ]; then
+	echo "check-modules: FAIL: found only ${#pkgs[@]} core packages: ${pkgs[*]}"
+	exit 1
+fi
 # Blank imports: a package in the build is a module in `go version -m`,
 # whatever the linker keeps of its code; they also survive renames of the
 # constructors.
-cat >"$tmp/main.go" <<'SRC'
-// A PostgreSQL-only service that imports every core package of oncebox.
-package main
-
-import (
-	_ "github.com/jackc/pgx/v5/pgxpool"
-	_ "github.com/jackc/pgx/v5/stdlib"
-
-	_ "github.com/oncebox/watermill-oncebox"
-	_ "github.com/oncebox/watermill-oncebox/dialects"
-	_ "github.com/oncebox/watermill-oncebox/dlq"
-	_ "github.com/oncebox/watermill-oncebox/middleware"
-	_ "github.com/oncebox/watermill-oncebox/migrate"
-	_ "github.com/oncebox/watermill-oncebox/poller"
-	_ "github.com/oncebox/watermill-oncebox/publisher"
-	_ "github.com/oncebox/watermill-oncebox/subscriber"
-)
-
-func main() {}
-SRC
+{
+	echo '// A PostgreSQL-only service that imports every core package of oncebox.'
+	echo 'package main'
+	echo
+	echo 'import ('
+	echo '	_ "github.com/jackc/pgx/v5/pgxpool"'
+	echo '	_ "github.com/jackc/pgx/v5/stdlib"'
+	printf '\t_ "%s"\n' "${pkgs[@]}"
+	echo ')'
+	echo
+	echo 'func main() {}'
+} >"$tmp/main.go"
+echo "check-modules: a service importing the core packages: ${pkgs[*]#"$core"/}"
 
 cd "$tmp"
 export GOWORK=off GOFLAGS=-mod=mod
