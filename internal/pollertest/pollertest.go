@@ -120,15 +120,3 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	require.Eventually(t, cond, 60*time.Second, 5*time.Millisecond, what)
 }
-
-// Start runs p until the end of the test, then closes it and requires that
-// Run returned no error.
-func Start(t testing.TB, p *poller.Poller) {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- p.Run(context.Background()) }()
-	t.Cleanup(func() {
-		require.NoError(t, p.Close())
-		require.NoError(t, <-errc)
-	})
-}
