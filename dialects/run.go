@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/go-sql-driver/mysql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
@@ -61,9 +60,8 @@ func inTxOnce(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn fun
 // isDeadlock reports whether err says the transaction was chosen as a
 // deadlock victim: MySQL/MariaDB error 1213, Oracle ORA-00060.
 func isDeadlock(err error) bool {
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1213
+	if number, ok := mysqlErrorNumber(err); ok {
+		return number == 1213
 	}
 	return strings.Contains(err.Error(), "ORA-00060")
 }

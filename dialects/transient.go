@@ -7,10 +7,10 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"syscall"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -22,9 +22,10 @@ import (
 // cancelled (a shutdown), the transaction was
 // chosen as a deadlock or serialization victim, a lock could not be had in
 // time, or the server is starting, shutting down or out of connections. It
-// knows the errors of pgx, go-sql-driver/mysql, go-ora (by ORA- code),
-// database/sql, the net package, and oncebox.ErrBrokerUnavailable (which
-// the kafka and rabbitmq packages wrap their outages in).
+// knows the errors of pgx, go-sql-driver/mysql (without importing it: see
+// mysqlErrorNumber), go-ora (by ORA- code), database/sql, the net package,
+// and oncebox.ErrBrokerUnavailable (which the kafka and rabbitmq packages
+// wrap their outages in).
 //
 // The poison queue nacks such errors instead of parking the message (see
 // middleware.PoisonConfig.ShouldPoison), so that a handler whose database
@@ -36,7 +37,7 @@ func IsTransient(err error) bool {
 	if errors.Is(err, oncebox.ErrBrokerUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, context.Canceled) ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) ||
-		errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		isMySQLInvalidConn(err) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ETIMEDOUT) {
 		return true
@@ -53,9 +54,8 @@ func IsTransient(err error) bool {
 	if errors.As(err, &connectErr) || pgconn.Timeout(err) {
 		return true
 	}
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) {
-		switch myErr.Number {
+	if number, ok := mysqlErrorNumber(err); ok {
+		switch number {
 		case 1040, // too many connections
 			1053, // server shutdown in progress
 			1205, // lock wait timeout
@@ -101,4 +101,70 @@ var transientOracleCodes = []string{
 	"ORA-00060", "ORA-00054", "ORA-03113", "ORA-03114", "ORA-03135",
 	"ORA-12541", "ORA-12170", "ORA-12514", "ORA-12537", "ORA-12547",
 	"ORA-01033", "ORA-01034", "ORA-01089",
+}
+
+// mysqlDriverPkg is the import path of go-sql-driver/mysql. The dialects
+// package does not import the driver, so that a PostgreSQL or Oracle binary
+// does not link it (docs/modules.md): its errors are recognised by their
+// type's package path and name, the way the relay recognises Sarama's and
+// amqp091-go's. dialects/mysql_errors_test.go checks this against the
+// driver's real values.
+const mysqlDriverPkg = "github.com/go-sql-driver/mysql"
+
+// mysqlErrorNumber returns the server error number of the first
+// *mysql.MySQLError in err's chain (the chain errors.As walks), and false
+// when there is none.
+func mysqlErrorNumber(err error) (number uint16, ok bool) {
+	inChain(err, func(e error) bool {
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			return false
+		}
+		t := v.Elem().Type()
+		if t.Name() != "MySQLError" || t.PkgPath() != mysqlDriverPkg {
+			return false
+		}
+		f := v.Elem().FieldByName("Number")
+		if f.Kind() != reflect.Uint16 {
+			return false
+		}
+		number, ok = uint16(f.Uint()), true
+		return true
+	})
+	return number, ok
+}
+
+// isMySQLInvalidConn reports whether err's chain holds the driver's
+// mysql.ErrInvalidConn, a plain errors.New("invalid connection") value
+// (the driver's connection broke): recognised by its type and exact text.
+func isMySQLInvalidConn(err error) bool {
+	return inChain(err, func(e error) bool {
+		t := reflect.TypeOf(e)
+		return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "errors" && t.Elem().Name() == "errorString" &&
+			e.Error() == "invalid connection"
+	})
+}
+
+// inChain reports whether match holds for err or an error it wraps, in the
+// order errors.As looks at them (Unwrap() error and Unwrap() []error).
+func inChain(err error, match func(error) bool) bool {
+	for err != nil {
+		if match(err) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if inChain(e, match) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }

@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/cache"
-	"github.com/oncebox/watermill-oncebox/cache/rediscache"
-	"github.com/oncebox/watermill-oncebox/internal/tcpproxy"
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
@@ -79,39 +76,6 @@ func TestCacheLearnsOnlyAfterCommit(t *testing.T) {
 	_, err = h(event(key))
 	require.NoError(t, err, "so the redelivery runs")
 	require.Equal(t, 2, c.count(key))
-}
-
-func TestRedisCacheLostMidTestStillCorrect(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	proxy := tcpproxy.Start(t, "127.0.0.1:0", redisAddr())
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = client.Close() })
-	rc, err := rediscache.New(client, rediscache.Config{Name: "oncebox-test-" + newKey(t), TTL: time.Minute, Timeout: 2 * time.Second})
-	require.NoError(t, err)
-	hooks := &cacheHooks{}
-	c := newCounter()
-	h := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.Cache, cfg.Hooks = rc, hooks }).Middleware(c.handle(t, b))
-
-	before := newKey(t)
-	_, err = h(event(before))
-	require.NoError(t, err)
-	_, err = h(event(before))
-	require.NoError(t, err)
-	hits, _ := hooks.counts()
-	require.Equal(t, 1, hits, "served by Redis")
-
-	proxy.Kill() // Redis is gone
-	after := newKey(t)
-	for _, key := range []string{before, after, after} {
-		_, err = h(event(key))
-		require.NoError(t, err, "a cache error never fails a message")
-	}
-	require.Equal(t, 1, c.count(before), "the table still drops the duplicate")
-	require.Equal(t, 1, c.count(after), "and runs a new event once")
-	_, cacheErrors := hooks.counts()
-	require.Positive(t, cacheErrors)
 }
 
 // The cache key of a namespace cannot be mistaken for another namespace's:

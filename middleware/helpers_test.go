@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -123,13 +122,4 @@ func logged(l *watermill.CaptureLoggerAdapter, substr string) bool {
 
 func wsqlStd(t *testing.T, b *bundle) wsql.Beginner {
 	return wsql.BeginnerFromStdSQL(b.schema.StdDB(t))
-}
-
-// redisAddr is the Redis of the machine: $ONCEBOX_TEST_REDIS_ADDR or
-// 127.0.0.1:6379.
-func redisAddr() string {
-	if a := os.Getenv("ONCEBOX_TEST_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
 }

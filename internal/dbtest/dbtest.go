@@ -2,6 +2,11 @@
 // database a live server is available for: PostgreSQL and MySQL/MariaDB
 // always (make services starts them), Oracle when ORACLE_DSN is set. The
 // conformance suite runs each behaviour once per Target.
+//
+// It does not import the Oracle driver, so that the core module's tests do
+// not require go-ora (docs/modules.md): a test package that runs Oracle
+// targets imports it (the conformance module does); elsewhere the Oracle
+// target is Missing (OracleNotLinked).
 package dbtest
 
 import (
@@ -11,6 +16,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +25,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "github.com/sijms/go-ora/v2" // registers the "oracle" driver
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -67,12 +72,21 @@ func OracleDSN() string { return os.Getenv("ORACLE_DSN") }
 const OracleNotRun = "ORACLE NOT RUN: no ORACLE_DSN given, so the Oracle dialect was not tested against a server " +
 	"(only its generated SQL, by the golden files in dialects/testdata); set ORACLE_DSN=oracle://user:pass@host:1521/service to run it"
 
+// OracleNotLinked is the message of every Oracle test skipped because the
+// test binary does not link the Oracle driver.
+const OracleNotLinked = "ORACLE NOT RUN HERE: ORACLE_DSN is set, but this test package does not link go-ora " +
+	"(the core module does not require it: docs/modules.md); the conformance module runs the Oracle targets " +
+	`(a test package that imports _ "github.com/sijms/go-ora/v2" runs them too)`
+
 // Targets returns the databases of the suite, Oracle marked Missing when
-// ORACLE_DSN is not set.
+// ORACLE_DSN is not set or the test binary does not link the Oracle driver.
 func Targets() []Target {
 	o := Target{Name: "oracle", DSN: OracleDSN()}
-	if o.DSN == "" {
+	switch {
+	case o.DSN == "":
 		o.Missing = OracleNotRun
+	case !slices.Contains(sql.Drivers(), "oracle"):
+		o.Missing = OracleNotLinked
 	}
 	return []Target{
 		{Name: "postgres", DSN: PostgresDSN()},

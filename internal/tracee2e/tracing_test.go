@@ -89,11 +89,7 @@ func TestOneTraceFromRequestToHandler(t *testing.T) {
 	}}
 
 	// The relay, on the real clock with short delays.
-	config := poller.Config{Dialect: schema.Dialect, EventTypes: []string{"order-created"},
-		TracerProvider: tp, Propagator: prop}
-	config.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
-		MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
-	p, err := poller.New(wsql.BeginnerFromPgx(schema.Pool), out, nil, config)
+	p, err := poller.New(wsql.BeginnerFromPgx(schema.Pool), out, nil, relayConfig(schema, tp, prop))
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx) }()
@@ -141,6 +137,16 @@ func TestOneTraceFromRequestToHandler(t *testing.T) {
 	require.Len(t, handlers, 1)
 	require.Equal(t, req.TraceID(), handlers[0].SpanContext.TraceID())
 	require.Equal(t, inboxSpans[0].SpanContext.SpanID(), handlers[0].Parent.SpanID(), "the handler's span nests under the inbox's")
+}
+
+// relayConfig is the relay of these tests: type order-created, on the real
+// clock with short delays, its spans to tp.
+func relayConfig(schema *pgtest.Schema, tp trace.TracerProvider, prop propagation.TextMapPropagator) poller.Config {
+	config := poller.Config{Dialect: schema.Dialect, EventTypes: []string{"order-created"},
+		TracerProvider: tp, Propagator: prop}
+	config.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
+		MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
+	return config
 }
 
 func requireAttr(t *testing.T, attrs []attribute.KeyValue, key string, want attribute.Value) {

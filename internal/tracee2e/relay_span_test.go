@@ -1,4 +1,4 @@
-package poller_test
+package tracee2e_test
 
 import (
 	"context"
@@ -17,20 +17,42 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
 
+// refusingPublisher refuses every call and records the traceparent of every
+// message it was given.
+type refusingPublisher struct {
+	mu   sync.Mutex
+	sent map[string]bool
+}
+
+func (p *refusingPublisher) Publish(_ string, msgs ...*message.Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range msgs {
+		p.sent[m.Metadata.Get("traceparent")] = true
+	}
+	return errors.New("rejected")
+}
+
+func (p *refusingPublisher) Close() error { return nil }
+
 // The relay span links to at most MaxSpanLinks producers, counts them all,
 // records a failed send, and the messages keep the producers' traceparent.
+// (It was poller/tracing_test.go: it lives in this test-only module so that
+// the core module does not require the OTel SDK; docs/modules.md.)
 func TestRelaySpanLinksProducersAndRecordsFailure(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	schema := pgtest.NewSchema(t)
 	const n = poller.MaxSpanLinks + 22
 	ctx := context.Background()
-	tx, err := b.schema.Pool.Begin(ctx)
+	tx, err := schema.Pool.Begin(ctx)
 	require.NoError(t, err)
-	pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: b.schema.Dialect}, nil)
+	pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), publisher.Config{Dialect: schema.Dialect}, nil)
 	require.NoError(t, err)
 	parents := map[string]bool{}
 	msgs := make([]*message.Message, n)
@@ -46,24 +68,11 @@ func TestRelaySpanLinksProducersAndRecordsFailure(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer func() { _ = tp.Shutdown(ctx) }()
-	var mu sync.Mutex
-	sent := map[string]bool{}
-	rec := newRecorder()
-	rec.fn = func(_ string, msgs []*message.Message) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, m := range msgs {
-			sent[m.Metadata.Get("traceparent")] = true
-		}
-		return errors.New("rejected")
-	}
-	cfg := fastPolling(b.config("order-created"))
-	cfg.TracerProvider = tp
-	cfg.Propagator = propagation.TraceContext{}
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	rec := &refusingPublisher{sent: map[string]bool{}}
+	p, err := poller.New(schema.Beginner, rec, nil, relayConfig(schema, tp, propagation.TraceContext{}))
 	require.NoError(t, err)
-	start(t, p)
-	eventually(t, "a send span", func() bool { return len(exp.GetSpans()) > 0 })
+	pollertest.Start(t, p)
+	pollertest.Eventually(t, "a send span", func() bool { return len(exp.GetSpans()) > 0 })
 
 	span := exp.GetSpans()[0]
 	require.Equal(t, "oncebox.relay send order-created", span.Name)
@@ -81,7 +90,7 @@ func TestRelaySpanLinksProducersAndRecordsFailure(t *testing.T) {
 	require.Equal(t, int64(1), attrs["oncebox.messages.failed"].AsInt64())
 	require.Equal(t, int64(n-1), attrs["oncebox.messages.unavailable"].AsInt64())
 	require.Equal(t, int64(0), attrs["oncebox.messages.confirmed"].AsInt64())
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, parents, sent, "the messages keep the producers' traceparent")
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, parents, rec.sent, "the messages keep the producers' traceparent")
 }
