@@ -7,6 +7,7 @@
 //	go run ./bench -scenarios relay,idle    # some scenarios
 //	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
 //	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
+//	go run ./bench -scenarios relay -cpuprofile /tmp/relay.pprof   # with a CPU profile
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -54,8 +56,20 @@ func run() error {
 		out     = flag.String("out", "bench/results", "directory of latest.md and latest.json")
 		scale   = flag.Float64("scale", 1, "multiplies the amount of work of every scenario (0.1 for a smoke run)")
 		timeout = flag.Duration("timeout", 15*time.Minute, "overall time budget")
+		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	)
 	flag.Parse()
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile %s: %w", *cpuProf, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 
