@@ -22,8 +22,8 @@ func isMarkProcessed(q string) bool {
 }
 
 // The finalizes of batches whose sends ended while the finalize before ran
-// go in one statement (PostgreSQL). Lost with the connection, that
-// statement loses the finalize of both batches: their rows stay
+// go in one statement (PostgreSQL) or one transaction (MySQL, Oracle). Lost
+// with the connection, it loses the finalize of both batches: their rows stay
 // IN_PROCESS, are sent again after the recovery, none is lost and no
 // attempt is counted. The first PROCESSED update is held until three
 // batches (the default MaxBatchesInFlight) have been sent, so the second
@@ -71,15 +71,12 @@ func TestMergedFinalizeLostWithTheConnection(t *testing.T) {
 		release()
 
 		_, merges := s.Dialect.(dialects.ClaimsFinalizer)
-		require.Equal(t, tg.Name == "postgres", merges, "PostgreSQL merges finalizes; the other dialects run one per batch")
-		lost := 10 // one batch per statement: batch 2's finalize
-		if merges {
-			lost = 20 // batches 2 and 3 in one statement
-		}
+		require.True(t, merges, "every dialect merges the finalizes ready together")
+		const lost = 20 // batches 2 and 3, in one statement (PostgreSQL) or one transaction
 		eventually(t, "batches 1 and 4 PROCESSED, the lost finalize's rows IN_PROCESS", func() bool {
 			return s.status(t, "PROCESSED") == 40-lost && s.status(t, "IN_PROCESS") == lost
 		})
-		if merges {
+		if tg.Name == "postgres" {
 			require.Contains(t, failed.Load(), "unnest", "the lost statement is the merged finalize of batches 2 and 3")
 		}
 		stepUntil(t, s.clock, waitersPerPoller, time.Second, 15*time.Minute, func() bool { return s.status(t, "PROCESSED") == 40 })
@@ -97,9 +94,7 @@ func TestMergedFinalizeLostWithTheConnection(t *testing.T) {
 // A merged finalize marks the rows of each claim under that claim's token
 // only: a claim recovered and taken again by another instance meanwhile
 // (a stale batch) is left to its new holder, while the other batch of the
-// same statement is marked, and only the marked ids are reported. A
-// dialect without merged finalizes gets the same answer from one
-// MarkProcessed per batch, which the relay then runs.
+// same statement is marked, and only the marked ids are reported.
 func TestMergedFinalizeSkipsAStaleBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		s := setup(t, tg)
@@ -122,17 +117,10 @@ func TestMergedFinalizeSkipsAStaleBatch(t *testing.T) {
 		require.ElementsMatch(t, staleIDs, claim(thief, now), "the stale claim's rows were taken by another instance")
 
 		claims := []dialects.ClaimIDs{{Token: stale, IDs: staleIDs}, {Token: live, IDs: liveIDs}}
-		var marked []oncebox.EventID
-		if m, ok := s.Dialect.(dialects.ClaimsFinalizer); ok {
-			marked, err = m.MarkProcessedClaims(ctx, s.Beginner, claims, now)
-			require.NoError(t, err)
-		} else {
-			for _, c := range claims {
-				got, err := s.Dialect.MarkProcessed(ctx, s.Beginner, c.Token, c.IDs, now)
-				require.NoError(t, err)
-				marked = append(marked, got...)
-			}
-		}
+		m, ok := s.Dialect.(dialects.ClaimsFinalizer)
+		require.True(t, ok)
+		marked, err := m.MarkProcessedClaims(ctx, s.Beginner, claims, now)
+		require.NoError(t, err)
 		require.ElementsMatch(t, liveIDs, marked, "only the live batch is marked and reported")
 		in, args := s.inList(2, staleIDs)
 		require.Equal(t, 3, s.Count(t, s.Tables.Events, "status = 'IN_PROCESS' AND claim_token = "+s.P(1)+" AND id IN ("+in+")",

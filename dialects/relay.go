@@ -60,10 +60,11 @@ type ClaimIDs struct {
 }
 
 // ClaimsFinalizer is implemented by the dialects that mark the confirmed
-// rows of several claims PROCESSED in one statement (PostgreSQL). The relay
-// merges the finalizes of consecutive batches of a type that are ready
-// together through it; with the other dialects it runs MarkProcessed per
-// batch.
+// rows of several claims PROCESSED with one commit: one statement on
+// PostgreSQL, one transaction of each claim's statements on MySQL and
+// Oracle. The relay merges through it the finalizes of consecutive batches
+// of a type that are ready together; with a dialect that does not
+// implement it, it runs MarkProcessed per batch.
 type ClaimsFinalizer interface {
 	// MarkProcessedClaims marks PROCESSED each id whose row is still
 	// IN_PROCESS under its claim's token, all claims at once, and returns

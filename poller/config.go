@@ -52,7 +52,7 @@ type Config struct {
 	// MaxBatchesInFlight bounds the batches of one event type held at once
 	// (claimed and not yet finalized) while a backlog drains: the next
 	// batch is claimed while those before are sent and finalized, and the
-	// finalizes that are ready together go in one statement on PostgreSQL.
+	// finalizes that are ready together are merged (one commit).
 	// Sends of a type stay one at a time, in claim order. 1 turns the
 	// pipelining off (claim, send, finalize in turn). Memory: up to
 	// MaxBatchesInFlight × batch-size rows per type. Default 3.

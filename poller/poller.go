@@ -240,7 +240,7 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // starts once the send of the flight before has ended, so the broker sees
 // one instance's events of a type in claim order; its finalize runs in the
 // type's finalizer (finalizeLoop), which merges the finalizes that are ready
-// together into one statement where the dialect allows. At most
+// together into one commit (dialects.ClaimsFinalizer). At most
 // Config.MaxBatchesInFlight batches of a type are held at once (claimed and
 // not yet finalized). A partial or empty batch, or a flight that was not a
 // busy one (released, an outage), ends the overlap: the flights still held
@@ -604,7 +604,7 @@ func (p *Poller) finalizeGroup(ec oncebox.EventConfig, group []*flight) {
 }
 
 // markProcessedGroup marks the confirmed rows of the group's batches
-// PROCESSED and reports those it marked (Hooks.Sent): with one statement
+// PROCESSED and reports those it marked (Hooks.Sent): with one commit
 // when two batches or more have some and the dialect is a
 // dialects.ClaimsFinalizer, with one MarkProcessed per batch otherwise. It
 // returns the errors of each batch.
@@ -651,7 +651,7 @@ func (p *Poller) markProcessedGroup(ec oncebox.EventConfig, group []*flight, out
 		// The rows of every batch stay IN_PROCESS and the recovery returns
 		// them to PENDING after max-batch-processing-time (or the heartbeat
 		// timeout): sent again, not lost.
-		err = fmt.Errorf("oncebox: mark %d events of %q processed (%d batches in one statement): %w", want, ec.EventType, len(claims), err)
+		err = fmt.Errorf("oncebox: mark %d events of %q processed (%d batches merged): %w", want, ec.EventType, len(claims), err)
 		for i := range outs {
 			if len(outs[i].confirmed) > 0 {
 				errs[i] = append(errs[i], err)
