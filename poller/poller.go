@@ -543,6 +543,17 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 	return out, nil
 }
 
+// finalize records the outcome of one batch on its own (no merge) and
+// returns the error that made it release events, if any: the finalize of a
+// caller that sends a batch itself rather than through a poll loop (Drain,
+// on main since this branch was cut).
+func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable, err error) {
+	f := &flight{b: batch{token: token, events: events}, results: results, done: make(chan pollResult, 1)}
+	p.finalizeGroup(ec, []*flight{f})
+	r := f.wait()
+	return r.unavailable, r.err
+}
+
 // outcomes are the rows of a batch sorted by the fate of their send.
 type outcomes struct {
 	confirmed, released []oncebox.EventID
