@@ -7,6 +7,7 @@
 //	go run ./bench -scenarios relay,idle    # some scenarios
 //	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
 //	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
+//	go run ./bench -scenarios relay -cpuprofile /tmp/relay.pprof   # with a CPU profile
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -59,8 +61,20 @@ func run() error {
 		timeout = flag.Duration("timeout", 30*time.Minute, "overall time budget")
 		fwdDL   = flag.Duration("forwarder-deadline", 2*time.Minute,
 			"how long the backlog scenario lets Watermill's forwarder drain its largest backlog (300,000 rows at scale 1); what it delivered by then is the figure")
+		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	)
 	flag.Parse()
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return fmt.Errorf("-cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("-cpuprofile %s: %w", *cpuProf, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	// An interrupted run cancels ctx instead of dying, so that the deferred

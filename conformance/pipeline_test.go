@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,23 +15,30 @@ import (
 )
 
 // gatedPublisher records the event ids it is given, in order, and holds
-// its first call until open is closed or the call's context ends (it
-// honours the context, as a publisher must for Close to cut it short).
+// its first call until open is closed (and the n-th until after[n] is
+// closed) or the call's context ends (it honours the context, as a
+// publisher must for Close to cut it short).
 type gatedPublisher struct {
 	mu    sync.Mutex
 	order []string
 	calls int
 	open  chan struct{}
+	// after holds the return of the n-th call until after[n] is closed.
+	after map[int]chan struct{}
 }
 
 func (g *gatedPublisher) Publish(_ string, msgs ...*message.Message) error {
 	g.mu.Lock()
 	g.calls++
-	first := g.calls == 1
+	call := g.calls
 	g.mu.Unlock()
-	if first {
+	gate := g.after[call]
+	if call == 1 {
+		gate = g.open
+	}
+	if gate != nil {
 		select {
-		case <-g.open:
+		case <-gate:
 		case <-msgs[0].Context().Done():
 			return msgs[0].Context().Err()
 		}
@@ -64,9 +70,10 @@ func TestPipelineClaimsTheNextBatchWhileOneIsSent(t *testing.T) {
 		pub := &gatedPublisher{open: make(chan struct{})}
 		cfg := s.pollerConfig("order-created")
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
+		cfg.MaxBatchesInFlight = 2
 		s.startPoller(t, nil, pub, cfg)
 		eventually(t, "batch 2 claimed while batch 1 is being sent", func() bool { return s.status(t, "IN_PROCESS") == 20 })
-		require.Equal(t, 10, s.status(t, "PENDING"), "never more than two batches of a type held at once")
+		require.Equal(t, 10, s.status(t, "PENDING"), "never more than MaxBatchesInFlight batches of a type held at once")
 		close(pub.open)
 		eventually(t, "every event sent", func() bool { return len(pub.sent()) == len(ids) })
 		eventually(t, "every event PROCESSED", func() bool { return s.status(t, "PROCESSED") == len(ids) })
@@ -105,19 +112,27 @@ func TestCloseWithTwoBatchesInFlightReleasesBoth(t *testing.T) {
 // the finalize of the first batch is lost with the connection, while the
 // second was claimed during its send) loses nothing and counts no attempt:
 // the first batch's rows stay IN_PROCESS and are sent again after recovery;
-// the others are sent once.
+// the others are sent once. Batch 2's send ends only once batch 1's
+// finalize has been tried, so that the two are not merged into one
+// statement (TestMergedFinalizeLostWithTheConnection is that case).
 func TestPipelinedFinalizeLostWhileTheNextBatchIsClaimed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		s := setup(t, tg)
 		ids := s.publish(t, s.clock, "order-created", 30)
+		tried := make(chan struct{})
+		var once sync.Once
 		db := &faultyDB{Beginner: s.Beginner, match: func(q string) bool {
-			q = strings.TrimSpace(q)
-			return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
+			if !isMarkProcessed(q) {
+				return false
+			}
+			once.Do(func() { close(tried) })
+			return true
 		}}
 		db.fails.Store(1)
-		pub := &gatedPublisher{open: make(chan struct{})}
+		pub := &gatedPublisher{open: make(chan struct{}), after: map[int]chan struct{}{2: tried}}
 		cfg := s.pollerConfig("order-created")
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
+		cfg.MaxBatchesInFlight = 2
 		s.startPoller(t, db, pub, cfg)
 		eventually(t, "batch 2 claimed during batch 1's send", func() bool { return s.status(t, "IN_PROCESS") == 20 })
 		close(pub.open)

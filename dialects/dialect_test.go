@@ -103,6 +103,11 @@ func TestPostgreSQLRelayGolden(t *testing.T) {
 	for _, c := range []namedQuery{
 		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt, Instance: "host-1"})},
 		{"EventsDueTypes (discovery)", d.EventsDueTypes(goldenAt, 100)},
+		{"EventsMarkProcessed", d.EventsMarkProcessed(oncebox.EventID{0x01}, []oncebox.EventID{{0x0a}, {0x0b}}, goldenAt)},
+		{"EventsMarkProcessedClaims (a merged finalize: the token of each row's claim)", d.EventsMarkProcessedClaims([]dialects.ClaimIDs{
+			{Token: oncebox.EventID{0x01}, IDs: []oncebox.EventID{{0x0a}, {0x0b}}},
+			{Token: oncebox.EventID{0x02}, IDs: []oncebox.EventID{{0x0c}}},
+		}, goldenAt)},
 	} {
 		require.Len(t, c.q.Args, countDistinctParams(c.q.SQL), "%s: one argument per placeholder", c.name)
 		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.name, c.q.SQL, c.q.Args)

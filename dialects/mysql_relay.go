@@ -120,6 +120,19 @@ func (d *MySQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token onceb
 		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
 }
 
+// MarkProcessedClaims implements ClaimsFinalizer: the EventsMarkProcessed
+// statements of every claim in one READ COMMITTED transaction, one commit;
+// on a stale finalize, MarkProcessed per claim.
+func (d *MySQL) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
+	return markProcessedClaims(ctx, db, readCommitted, mysqlMaxIDsPerStatement, claims,
+		func(token oncebox.EventID, ids []oncebox.EventID) Query {
+			return d.EventsMarkProcessed(token, ids, now)
+		},
+		func(token oncebox.EventID, ids []oncebox.EventID) ([]oncebox.EventID, error) {
+			return d.MarkProcessed(ctx, db, token, ids, now)
+		})
+}
+
 // EventsMarkFailed implements Dialect: one UPDATE giving each row its own
 // status, retry count, next retry time and error through CASE id WHEN …
 // THEN … per column, under the same claim-token guard as

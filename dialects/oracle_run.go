@@ -71,6 +71,19 @@ func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token once
 		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
 }
 
+// MarkProcessedClaims implements ClaimsFinalizer: the EventsMarkProcessed
+// statements of every claim in one transaction, one commit; on a stale
+// finalize, MarkProcessed per claim.
+func (d *Oracle) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
+	return markProcessedClaims(ctx, db, oracleTx, oracleMaxIDsPerStatement, claims,
+		func(token oncebox.EventID, ids []oncebox.EventID) Query {
+			return d.EventsMarkProcessed(token, ids, now)
+		},
+		func(token oncebox.EventID, ids []oncebox.EventID) ([]oncebox.EventID, error) {
+			return d.MarkProcessed(ctx, db, token, ids, now)
+		})
+}
+
 // MoveToDLQ implements Dialect: lock up to limit FAILED rows through the
 // cursor, copy them into the DLQ, delete them, commit.
 func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {

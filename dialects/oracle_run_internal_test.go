@@ -246,6 +246,26 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		require.Equal(t, []oncebox.EventID{oraID(2)}, got)
 		return fmt.Sprintf("marked %v", got)
 	})
+	tok2 := oncebox.EventID{0x0f}
+	run("MarkProcessedClaims: two claims, every id marked: one transaction, no read-back", []step{{n: 2}, {n: 1}}, func(r *recorder) string {
+		got, err := d.MarkProcessedClaims(ctx, r, []ClaimIDs{{Token: tok, IDs: []oncebox.EventID{oraID(1), oraID(2)}},
+			{Token: tok2, IDs: []oncebox.EventID{oraID(3)}}}, at)
+		require.NoError(t, err)
+		require.Equal(t, []oncebox.EventID{oraID(1), oraID(2), oraID(3)}, got)
+		return fmt.Sprintf("marked %v", got)
+	})
+	run("MarkProcessedClaims: the first claim stale (recovered meanwhile): rolled back, then MarkProcessed per claim", []step{
+		{n: 0},
+		{n: 0},
+		{rows: [][]any{}},
+		{n: 1},
+	}, func(r *recorder) string {
+		got, err := d.MarkProcessedClaims(ctx, r, []ClaimIDs{{Token: tok, IDs: []oncebox.EventID{oraID(1)}},
+			{Token: tok2, IDs: []oncebox.EventID{oraID(3)}}}, at)
+		require.NoError(t, err)
+		require.Equal(t, []oncebox.EventID{oraID(3)}, got)
+		return fmt.Sprintf("marked %v", got)
+	})
 	run("MoveToDLQ: limit 2, three FAILED rows: locks two, copies, deletes, commits", []step{
 		{rows: [][]any{{int64(1)}}}, // the probe: something is due
 		{rows: [][]any{{oraB(1)}, {oraB(2)}, {oraB(3)}}},

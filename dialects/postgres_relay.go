@@ -55,6 +55,38 @@ RETURNING id`,
 	}
 }
 
+// EventsMarkProcessedClaims is EventsMarkProcessed for the confirmed rows of
+// several claims at once (a merged finalize): one statement, one commit.
+// Each row carries its own claim's token, so the guard is the same as
+// EventsMarkProcessed's: a row whose claim was recovered and taken again
+// meanwhile has a new token and is left alone, whatever the other claims
+// of the statement. It returns the ids it marked.
+//
+// Locks: row locks on the rows it updates, as EventsMarkProcessed. Index:
+// the primary key, one probe per (id, token) pair of the unnested arrays.
+func (d *PostgreSQL) EventsMarkProcessedClaims(claims []ClaimIDs, now time.Time) Query {
+	n := 0
+	for _, c := range claims {
+		n += len(c.IDs)
+	}
+	ids := make([]string, 0, n)
+	tokens := make([]string, 0, n)
+	for _, c := range claims {
+		token := c.Token.String()
+		for _, id := range c.IDs {
+			ids = append(ids, id.String())
+			tokens = append(tokens, token)
+		}
+	}
+	return Query{
+		SQL: "UPDATE " + d.tables.Events + ` e SET status = 'PROCESSED', updated_at = $1
+  FROM unnest($2::uuid[], $3::uuid[]) AS u(id, claim_token)
+ WHERE e.id = u.id AND e.claim_token = u.claim_token AND e.status = 'IN_PROCESS'
+RETURNING e.id`,
+		Args: []any{now, ids, tokens},
+	}
+}
+
 // EventsMarkFailed implements Dialect: each row gets its own retry count,
 // next retry time and status from arrays unnested in one statement, under the
 // same claim-token guard as EventsMarkProcessed.

@@ -23,6 +23,12 @@ func (d *PostgreSQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token 
 	return queryIDs(ctx, db, d.EventsMarkProcessed(token, ids, now))
 }
 
+// MarkProcessedClaims implements ClaimsFinalizer with the one statement of
+// EventsMarkProcessedClaims.
+func (d *PostgreSQL) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
+	return queryIDs(ctx, db, d.EventsMarkProcessedClaims(claims, now))
+}
+
 // MoveToDLQ implements Dialect with the one statement of EventsMoveToDLQ.
 func (d *PostgreSQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	n, err := execAffected(ctx, db, d.EventsMoveToDLQ(now, limit))

@@ -1,7 +1,10 @@
 package dialects
 
 import (
+	"context"
 	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	"github.com/oncebox/watermill-oncebox"
 )
@@ -44,6 +47,29 @@ type ClaimedEvent struct {
 // order of the claim's RETURNING list.
 func (e *ClaimedEvent) ScanTargets() []any {
 	return []any{&e.ID, &e.Topic, &e.Key, &e.MessageUUID, &e.Payload, &e.Metadata, &e.RetryCount, &e.NextRetryAt, &e.FirstFailedAt}
+}
+
+// ClaimIDs are confirmed ids of one claim, for a finalize that covers
+// several claims (ClaimsFinalizer).
+type ClaimIDs struct {
+	// Token is the claim's token; only rows still IN_PROCESS under it are
+	// marked.
+	Token oncebox.EventID
+	// IDs are the claim's confirmed events.
+	IDs []oncebox.EventID
+}
+
+// ClaimsFinalizer is implemented by the dialects that mark the confirmed
+// rows of several claims PROCESSED with one commit: one statement on
+// PostgreSQL, one transaction of each claim's statements on MySQL and
+// Oracle. The relay merges through it the finalizes of consecutive batches
+// of a type that are ready together; with a dialect that does not
+// implement it, it runs MarkProcessed per batch.
+type ClaimsFinalizer interface {
+	// MarkProcessedClaims marks PROCESSED each id whose row is still
+	// IN_PROCESS under its claim's token, all claims at once, and returns
+	// the ids it marked.
+	MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error)
 }
 
 // FailedEvent is the new state of a row whose send failed: back to PENDING

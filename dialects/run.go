@@ -181,15 +181,7 @@ func markProcessed(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, c
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	err := inTx(ctx, db, opts, func(tx wsql.Tx) error {
-		return chunks(ids, chunk, func(part []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, update(part))
-			if err == nil && int(n) != len(part) {
-				err = errStaleFinalize
-			}
-			return err
-		})
-	})
+	err := inTx(ctx, db, opts, func(tx wsql.Tx) error { return markAll(ctx, tx, chunk, ids, update) })
 	if err == nil {
 		return ids, nil
 	}
@@ -213,6 +205,59 @@ func markProcessed(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, c
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// markAll is the fast path of markProcessed in tx: update marks ids, a
+// chunk at a time, and every row must change, or it fails with
+// errStaleFinalize.
+func markAll(ctx context.Context, tx wsql.Tx, chunk int, ids []oncebox.EventID, update func([]oncebox.EventID) Query) error {
+	return chunks(ids, chunk, func(part []oncebox.EventID) error {
+		n, err := execAffected(ctx, tx, update(part))
+		if err == nil && int(n) != len(part) {
+			err = errStaleFinalize
+		}
+		return err
+	})
+}
+
+// markProcessedClaims is MarkProcessedClaims for the dialects without
+// RETURNING (MySQL, Oracle): the fast path of markProcessed for every claim
+// in one transaction, so one commit for several batches. When a claim's
+// rows are not all marked (a stale finalize), that transaction is rolled
+// back and each claim is marked by mark (its dialect's MarkProcessed, which
+// finds exactly the rows still its own). Should mark fail for a claim, the
+// claims before it stay marked but the error is returned alone: the relay
+// then reports none of them as sent (Hooks.Sent), and marks nothing again.
+func markProcessedClaims(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, chunk int, claims []ClaimIDs,
+	update func(token oncebox.EventID, ids []oncebox.EventID) Query,
+	mark func(token oncebox.EventID, ids []oncebox.EventID) ([]oncebox.EventID, error)) ([]oncebox.EventID, error) {
+	var all []oncebox.EventID
+	err := inTx(ctx, db, opts, func(tx wsql.Tx) error {
+		all = all[:0]
+		for _, c := range claims {
+			err := markAll(ctx, tx, chunk, c.IDs, func(ids []oncebox.EventID) Query { return update(c.Token, ids) })
+			if err != nil {
+				return err
+			}
+			all = append(all, c.IDs...)
+		}
+		return nil
+	})
+	if err == nil {
+		return all, nil
+	}
+	if !errors.Is(err, errStaleFinalize) {
+		return nil, err
+	}
+	var out []oncebox.EventID
+	for _, c := range claims {
+		marked, err := mark(c.Token, c.IDs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, marked...)
 	}
 	return out, nil
 }

@@ -49,6 +49,14 @@ type Config struct {
 	// FinalizeTimeout bounds each statement that records the outcome of a
 	// batch, which runs even while closing. Default 10s.
 	FinalizeTimeout time.Duration
+	// MaxBatchesInFlight bounds the batches of one event type held at once
+	// (claimed and not yet finalized) while a backlog drains: the next
+	// batch is claimed while those before are sent and finalized, and the
+	// finalizes that are ready together are merged (one commit).
+	// Sends of a type stay one at a time, in claim order. 1 turns the
+	// pipelining off (claim, send, finalize in turn). Memory: up to
+	// MaxBatchesInFlight × batch-size rows per type. Default 3.
+	MaxBatchesInFlight int
 	// MaxConcurrentQueries bounds the goroutines that use a database
 	// connection at once. Default: Oncebox.ThreadPoolSize, or else 2 + n
 	// (5 + n with the DLQ) for n event types: one connection for each
@@ -149,6 +157,13 @@ const (
 	defaultHeartbeatTimeout = 12 * time.Second
 )
 
+// The bounds of Config.MaxBatchesInFlight: the default, and the most rows a
+// type may hold, in batches.
+const (
+	defaultMaxBatchesInFlight = 3
+	maxBatchesInFlight        = 16
+)
+
 // maxInstanceIDLength is the width of claimed_by and of the instances
 // table's key, in bytes.
 const maxInstanceIDLength = 255
@@ -233,6 +248,9 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.MaxDiscoveredTypes == 0 {
 		c.MaxDiscoveredTypes = 100
 	}
+	if c.MaxBatchesInFlight == 0 {
+		c.MaxBatchesInFlight = defaultMaxBatchesInFlight
+	}
 	if c.IsUnavailable == nil {
 		c.IsUnavailable = IsUnavailable
 	}
@@ -273,6 +291,9 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	if c.MaxConcurrentQueries < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: MaxConcurrentQueries must be > 0, got %d", oncebox.ErrInvalidConfig, c.MaxConcurrentQueries))
+	}
+	if c.MaxBatchesInFlight < 0 || c.MaxBatchesInFlight > maxBatchesInFlight {
+		errs = append(errs, fmt.Errorf("%w: poller: MaxBatchesInFlight must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, maxBatchesInFlight, c.MaxBatchesInFlight))
 	}
 	if c.MaxDiscoveredTypes < 0 || c.MaxDiscoveredTypes > 999 {
 		errs = append(errs, fmt.Errorf("%w: poller: MaxDiscoveredTypes must be between 1 and 999, got %d", oncebox.ErrInvalidConfig, c.MaxDiscoveredTypes))

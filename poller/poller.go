@@ -235,25 +235,32 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // The first poll is immediate. A discovered type's loop (untilIdle) ends at
 // its first poll that claims nothing.
 //
-// Pipelining: while a full batch is being sent and finalized (in a
-// goroutine, a flight), the next batch is claimed; its send starts only once
-// the flight has ended, so the broker sees one instance's events of a type
-// in claim order, and at most two batches of a type are held at once (the
-// one in flight and the one just claimed). A partial or empty batch ends the
-// overlap: its outcome sets the pace as before.
+// Pipelining: while full batches are being sent and finalized (each in a
+// goroutine of its own, a flight), the next is claimed. A flight's send
+// starts once the send of the flight before has ended, so the broker sees
+// one instance's events of a type in claim order; its finalize runs in the
+// type's finalizer (finalizeLoop), which merges the finalizes that are ready
+// together into one commit (dialects.ClaimsFinalizer). At most
+// Config.MaxBatchesInFlight batches of a type are held at once (claimed and
+// not yet finalized). A partial or empty batch, or a flight that was not a
+// busy one (released, an outage), ends the overlap: the flights still held
+// settle and the last outcome sets the pace as before.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
 	wake := p.wakes.channel(ec.EventType)
+	fin := p.startFinalizer(ec)
 	var (
-		delay  time.Duration
-		woken  bool
-		flight *flight // the batch being sent and finalized, if any
+		delay   time.Duration
+		woken   bool
+		flights []*flight // claimed and not yet settled, oldest first
+		overlap bool      // the last flight was full and every one settled since was busy
 	)
-	// settle waits for the flight and applies its outcome to the pace.
+	// settle waits for the oldest flight and applies its outcome to the pace.
 	settle := func() {
-		r := flight.wait()
-		flight = nil
+		f := flights[0]
+		flights = flights[1:]
+		r := f.wait()
 		delay = s.Next(r.busy)
 		if r.busy {
 			// A full batch that was sent: more rows are probably waiting, so
@@ -263,20 +270,24 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			// min-fixed-delay is the floor between partial or empty polls
 			// only (docs/configuration.md).
 			delay = 0
+		} else {
+			overlap = false
 		}
 		p.pollDone(ctx, ec, out, r, &delay, woken)
 		woken = false
 	}
-	defer func() {
-		if flight != nil {
+	settleAll := func() {
+		for len(flights) > 0 {
 			settle()
 		}
+	}
+	defer func() {
+		settleAll()
+		fin.close()
 	}()
 	for {
-		if flight == nil || !flight.full {
-			if flight != nil {
-				settle()
-			}
+		if !overlap {
+			settleAll()
 			w := wake
 			if out.down {
 				w = nil
@@ -293,14 +304,20 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		} else if ctx.Err() != nil {
 			return
 		}
-		b, err := p.claimBatch(ec)
-		if flight != nil {
-			// The batch before is sent and finalized before this one's send
-			// starts: claim order is send order.
+		for len(flights) >= p.config.MaxBatchesInFlight {
 			settle()
 		}
+		if !overlap && len(flights) > 0 {
+			// A flight settled above ended the overlap (a release, an
+			// outage): no claim until the pace says so.
+			continue
+		}
+		b, err := p.claimBatch(ec)
 		if err != nil || len(b.events) == 0 {
+			// The flights before set the pace first, then this poll.
+			settleAll()
 			delay = s.Next(false)
+			overlap = false
 			p.pollDone(ctx, ec, out, pollResult{err: err}, &delay, woken)
 			woken = false
 			if untilIdle {
@@ -308,7 +325,18 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			}
 			continue
 		}
-		flight = p.fly(ec, b)
+		var prev *flight
+		if len(flights) > 0 {
+			prev = flights[len(flights)-1]
+		}
+		f := p.fly(ec, b, prev, fin)
+		flights = append(flights, f)
+		overlap = f.full
+		// Take the outcomes already known without waiting: an outage an
+		// earlier flight met stops the claims at once.
+		for len(flights) > 0 && flights[0].settled() {
+			settle()
+		}
 	}
 }
 
@@ -374,26 +402,46 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 // flight is a claimed batch being sent and finalized.
 type flight struct {
 	full bool
-	done chan pollResult
+	b    batch
+	// sent is closed when the send has ended; results and unavailable
+	// (the error that released events of the batch, if any) are set
+	// before.
+	sent        chan struct{}
+	results     []result
+	unavailable error
+	done        chan pollResult
 }
 
-func (f *flight) wait() pollResult { return <-f.done }
+func (f *flight) wait() pollResult {
+	r := <-f.done
+	f.done <- r
+	return r
+}
 
-// fly sends b and records the outcome in a goroutine of its own. The claim
+// settled reports whether f's outcome is known (wait will not block).
+func (f *flight) settled() bool { return len(f.done) > 0 }
+
+// fly sends b once the send of prev (the flight claimed before, if any) has
+// ended, in a goroutine of its own, and hands the outcome to fin. The claim
 // is committed: from here on the rows are ours until they are finalized,
 // released, or recovered.
-func (p *Poller) fly(ec oncebox.EventConfig, b batch) *flight {
-	f := &flight{full: len(b.events) == ec.BatchSize, done: make(chan pollResult, 1)}
+func (p *Poller) fly(ec oncebox.EventConfig, b batch, prev *flight, fin *finalizer) *flight {
+	f := &flight{full: len(b.events) == ec.BatchSize, b: b, sent: make(chan struct{}), done: make(chan pollResult, 1)}
 	go func() {
+		if prev != nil {
+			<-prev.sent
+		}
 		var results []result
-		if p.sendCtx.Err() != nil {
+		switch {
+		case p.sendCtx.Err() != nil:
 			// CloseTimeout passed while the batch before was being sent:
 			// this one is released unsent.
-			results = make([]result, len(b.events))
-			for i := range results {
-				results[i] = result{outcome: outcomeUnavailable, err: errClosing}
-			}
-		} else {
+			results = unsent(len(b.events), errClosing)
+		case prev != nil && prev.unavailable != nil:
+			// The broker went away under the batch before: this one,
+			// claimed meanwhile, is released unsent, without an attempt.
+			results = unsent(len(b.events), prev.unavailable)
+		default:
 			results = p.send(p.sendCtx, b.events)
 		}
 		if p.sendCtx.Err() != nil {
@@ -405,10 +453,72 @@ func (p *Poller) fly(ec oncebox.EventConfig, b batch) *flight {
 				}
 			}
 		}
-		unavailable, err := p.finalize(ec, b.token, b.events, results)
-		f.done <- pollResult{claimed: len(b.events), busy: f.full && unavailable == nil, unavailable: unavailable, err: err}
+		for _, r := range results {
+			if r.outcome == outcomeUnavailable {
+				f.unavailable = r.err
+			}
+		}
+		f.results = results
+		close(f.sent)
+		fin.queue <- f
 	}()
 	return f
+}
+
+// unsent is the results of n events released without being sent.
+func unsent(n int, err error) []result {
+	results := make([]result, n)
+	for i := range results {
+		results[i] = result{outcome: outcomeUnavailable, err: err}
+	}
+	return results
+}
+
+// finalizer records the outcomes of one type's flights in the order their
+// sends ended, which is claim order (finalizeLoop).
+type finalizer struct {
+	queue chan *flight
+	done  chan struct{}
+}
+
+// startFinalizer starts the finalizer of ec's type. Its queue holds every
+// flight the loop may hold (MaxBatchesInFlight), so a send never waits for
+// a finalize.
+func (p *Poller) startFinalizer(ec oncebox.EventConfig) *finalizer {
+	fin := &finalizer{queue: make(chan *flight, p.config.MaxBatchesInFlight), done: make(chan struct{})}
+	go func() {
+		defer close(fin.done)
+		p.finalizeLoop(ec, fin.queue)
+	}()
+	return fin
+}
+
+// close ends the finalizer; every flight has settled.
+func (fin *finalizer) close() {
+	close(fin.queue)
+	<-fin.done
+}
+
+// finalizeLoop finalizes the flights of queue: the first one waiting and,
+// in the same finalize, every flight already waiting behind it (their sends
+// ended while the finalize before ran).
+func (p *Poller) finalizeLoop(ec oncebox.EventConfig, queue chan *flight) {
+	for f := range queue {
+		group := []*flight{f}
+	more:
+		for {
+			select {
+			case g, ok := <-queue:
+				if !ok {
+					break more
+				}
+				group = append(group, g)
+			default:
+				break more
+			}
+		}
+		p.finalizeGroup(ec, group)
+	}
 }
 
 // claim runs the dialect's claim outside any transaction: the statement
@@ -433,22 +543,35 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 	return out, nil
 }
 
-// finalize records the outcome of a batch: PROCESSED for the confirmed,
-// the next retry (or FAILED) for the rejected, PENDING again without an
-// attempt for the rest. Every statement matches the claim token. It returns
-// the error that made it release events, if any.
+// finalize records the outcome of one batch on its own (no merge) and
+// returns the error that made it release events, if any: the finalize of a
+// caller that sends a batch itself rather than through a poll loop (Drain,
+// on main since this branch was cut).
 func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable, err error) {
-	defer p.claims.release()
-	now := p.config.Clock.Now().UTC()
-	var confirmed, released []oncebox.EventID
-	var failed []dialects.FailedEvent
-	var failures []Failure
-	var unavailableErr error
+	f := &flight{b: batch{token: token, events: events}, results: results, done: make(chan pollResult, 1)}
+	p.finalizeGroup(ec, []*flight{f})
+	r := f.wait()
+	return r.unavailable, r.err
+}
+
+// outcomes are the rows of a batch sorted by the fate of their send.
+type outcomes struct {
+	confirmed, released []oncebox.EventID
+	failed              []dialects.FailedEvent
+	failures            []Failure
+	unavailable         error // why events were released, if any
+}
+
+// sortOutcomes sorts a batch's events by their send's results: PROCESSED
+// for the confirmed, the next retry (or FAILED) for the rejected, PENDING
+// again without an attempt for the rest.
+func sortOutcomes(ec oncebox.EventConfig, events []dialects.ClaimedEvent, results []result, now time.Time) outcomes {
+	var o outcomes
 	for i, r := range results {
 		e := &events[i]
 		switch r.outcome {
 		case outcomeConfirmed:
-			confirmed = append(confirmed, e.ID)
+			o.confirmed = append(o.confirmed, e.ID)
 		case outcomeFailed:
 			attempt := e.RetryCount + 1
 			f := dialects.FailedEvent{ID: e.ID, RetryCount: attempt, Error: dbtext.Error(r.err)}
@@ -458,61 +581,156 @@ func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events 
 			} else {
 				f.Status, f.NextRetryAt = oncebox.StatusPending, now.Add(ec.Backoff.RetryDelay(attempt))
 			}
-			failed = append(failed, f)
-			failures = append(failures, Failure{ID: e.ID, Attempt: attempt, Final: final, NextRetryAt: f.NextRetryAt, Err: r.err})
+			o.failed = append(o.failed, f)
+			o.failures = append(o.failures, Failure{ID: e.ID, Attempt: attempt, Final: final, NextRetryAt: f.NextRetryAt, Err: r.err})
 		default:
-			released = append(released, e.ID)
-			unavailableErr = r.err
+			o.released = append(o.released, e.ID)
+			o.unavailable = r.err
 		}
 	}
+	return o
+}
 
-	var errs []error
-	exec := func(q dialects.Query, want int, what string) {
-		ctx, cancel := p.finalizeCtx()
-		defer cancel()
-		err := p.withConn(ctx, func() error {
-			n, err := p.d.Exec(ctx, p.db, q)
-			if err != nil {
-				return err
+// finalizeGroup records the outcomes of flights whose sends have ended, in
+// claim order, and settles each: the confirmed rows of all of them in one
+// statement where the dialect allows (markProcessedGroup), then each
+// batch's failed and released rows. Every statement matches the claim
+// token of each row's batch.
+func (p *Poller) finalizeGroup(ec oncebox.EventConfig, group []*flight) {
+	now := p.config.Clock.Now().UTC()
+	outs := make([]outcomes, len(group))
+	for i, f := range group {
+		outs[i] = sortOutcomes(ec, f.b.events, f.results, now)
+	}
+	errs := p.markProcessedGroup(ec, group, outs, now)
+	for i, f := range group {
+		o := &outs[i]
+		if err := p.finalizeRest(ec, f.b.token, o, now); err != nil {
+			errs[i] = append(errs[i], err)
+		}
+		p.claims.release()
+		f.done <- pollResult{claimed: len(f.b.events), busy: f.full && o.unavailable == nil, unavailable: o.unavailable,
+			err: errors.Join(errs[i]...)}
+	}
+}
+
+// markProcessedGroup marks the confirmed rows of the group's batches
+// PROCESSED and reports those it marked (Hooks.Sent): with one commit
+// when two batches or more have some and the dialect is a
+// dialects.ClaimsFinalizer, with one MarkProcessed per batch otherwise. It
+// returns the errors of each batch.
+//
+// A merged statement lost with the connection loses the finalize of every
+// batch in it: their rows stay IN_PROCESS and the recovery returns them to
+// PENDING without an attempt, sent again, not lost — as for one batch.
+func (p *Poller) markProcessedGroup(ec oncebox.EventConfig, group []*flight, outs []outcomes, now time.Time) [][]error {
+	errs := make([][]error, len(group))
+	var claims []dialects.ClaimIDs
+	for i := range outs {
+		if len(outs[i].confirmed) > 0 {
+			claims = append(claims, dialects.ClaimIDs{Token: group[i].b.token, IDs: outs[i].confirmed})
+		}
+	}
+	merger, ok := p.d.(dialects.ClaimsFinalizer)
+	if !ok || len(claims) < 2 {
+		for i := range outs {
+			if len(outs[i].confirmed) == 0 {
+				continue
 			}
-			p.staleCheck(ec, what, want, int(n))
-			return nil
-		})
-		if err != nil {
-			// The rows stay IN_PROCESS and the recovery job returns them to
-			// PENDING after max-batch-processing-time: sent again, not lost.
-			errs = append(errs, fmt.Errorf("oncebox: mark %d events of %q %s: %w", want, ec.EventType, what, err))
+			marked, err := p.markProcessed(ec, group[i].b.token, outs[i].confirmed, now)
+			if err != nil {
+				errs[i] = append(errs[i], err)
+			} else if len(marked) > 0 {
+				p.config.Hooks.Sent(ec.EventType, marked)
+			}
+		}
+		return errs
+	}
+	want := 0
+	for _, c := range claims {
+		want += len(c.IDs)
+	}
+	ctx, cancel := p.finalizeCtx()
+	defer cancel()
+	var marked []oncebox.EventID
+	err := p.withConn(ctx, func() error {
+		var err error
+		marked, err = merger.MarkProcessedClaims(ctx, p.db, claims, now)
+		return err
+	})
+	if err != nil {
+		// The rows of every batch stay IN_PROCESS and the recovery returns
+		// them to PENDING after max-batch-processing-time (or the heartbeat
+		// timeout): sent again, not lost.
+		err = fmt.Errorf("oncebox: mark %d events of %q processed (%d batches merged): %w", want, ec.EventType, len(claims), err)
+		for i := range outs {
+			if len(outs[i].confirmed) > 0 {
+				errs[i] = append(errs[i], err)
+			}
+		}
+		return errs
+	}
+	done := make(map[oncebox.EventID]bool, len(marked))
+	for _, id := range marked {
+		done[id] = true
+	}
+	for i := range outs {
+		if len(outs[i].confirmed) == 0 {
+			continue
+		}
+		var mine []oncebox.EventID
+		for _, id := range outs[i].confirmed {
+			if done[id] {
+				mine = append(mine, id)
+			}
+		}
+		p.staleCheck(ec, "processed", len(outs[i].confirmed), len(mine))
+		if len(mine) > 0 {
+			p.config.Hooks.Sent(ec.EventType, mine)
 		}
 	}
-	if len(confirmed) > 0 {
-		marked, err := p.markProcessed(ec, token, confirmed, now)
-		if err != nil {
+	return errs
+}
+
+// finalizeRest records a batch's failed and released rows under its claim
+// token.
+func (p *Poller) finalizeRest(ec oncebox.EventConfig, token oncebox.EventID, o *outcomes, now time.Time) error {
+	var errs []error
+	if len(o.failed) > 0 {
+		if err := p.markFailed(ec, token, o.failed, now); err != nil {
 			errs = append(errs, err)
-		} else if len(marked) > 0 {
-			p.config.Hooks.Sent(ec.EventType, marked)
 		}
-	}
-	if len(failed) > 0 {
-		if err := p.markFailed(ec, token, failed, now); err != nil {
-			errs = append(errs, err)
-		}
-		for _, f := range failures {
+		for _, f := range o.failures {
 			p.logger.Error("Event send failed", f.Err, watermill.LogFields{"event_type": ec.EventType,
 				"event_id": f.ID.String(), "attempt": f.Attempt, "final": f.Final, "next_retry_at": f.NextRetryAt})
 			if f.Final {
 				p.wakeDLQ()
 			}
 		}
-		p.config.Hooks.SendFailed(ec.EventType, failures)
+		p.config.Hooks.SendFailed(ec.EventType, o.failures)
 	}
-	if len(released) > 0 {
-		exec(p.d.EventsRelease(token, released, now), len(released), "released")
+	if len(o.released) > 0 {
+		ctx, cancel := p.finalizeCtx()
+		defer cancel()
+		err := p.withConn(ctx, func() error {
+			n, err := p.d.Exec(ctx, p.db, p.d.EventsRelease(token, o.released, now))
+			if err != nil {
+				return err
+			}
+			p.staleCheck(ec, "released", len(o.released), int(n))
+			return nil
+		})
+		if err != nil {
+			// The rows stay IN_PROCESS and the recovery job returns them to
+			// PENDING after max-batch-processing-time: sent again, not lost.
+			errs = append(errs, fmt.Errorf("oncebox: mark %d events of %q released: %w", len(o.released), ec.EventType, err))
+		}
 		// Logged once per outage by the poll loop; each batch at DEBUG.
 		p.logger.Debug("Batch released without counting an attempt", watermill.LogFields{"event_type": ec.EventType,
-			"released": len(released), "err": unavailableErr.Error()})
-		p.config.Hooks.BrokerUnavailable(ec.EventType, len(released), unavailableErr)
+			"released": len(o.released), "err": o.unavailable.Error()})
+		p.config.Hooks.BrokerUnavailable(ec.EventType, len(o.released), o.unavailable)
 	}
-	return unavailableErr, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // markFailed records the failed attempts. Should the database refuse the

@@ -115,6 +115,11 @@ func TestNewValidatesItsArguments(t *testing.T) {
 			c.CleanUp = poller.Schedule{Min: time.Hour, Max: time.Minute}
 			return c
 		}(), "CleanUp"},
+		"batches in flight": {b.schema.Beginner, rec, func() poller.Config {
+			c := b.config("a")
+			c.MaxBatchesInFlight = 17
+			return c
+		}(), "MaxBatchesInFlight must be between 1 and 16, got 17"},
 		"bad oncebox config": {b.schema.Beginner, rec, func() poller.Config {
 			c := b.config("a")
 			c.Oncebox.Outbox.Defaults.BatchSize = -3

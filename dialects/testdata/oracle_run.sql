@@ -85,6 +85,47 @@ EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC
 COMMIT
 ==> marked [02000000-0000-7000-0000-000000000000]
 
+==== MarkProcessedClaims: two claims, every id marked: one transaction, no read-back
+BEGIN (default)
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0x02000000000070000000000000000000, 0xFF000000000070000000000000000000]
+   -> 2 rows affected
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2) AND claim_token = :3 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x03000000000070000000000000000000, 0x0F000000000000000000000000000000]
+   -> 1 rows affected
+COMMIT
+==> marked [01000000-0000-7000-0000-000000000000 02000000-0000-7000-0000-000000000000 03000000-0000-7000-0000-000000000000]
+
+==== MarkProcessedClaims: the first claim stale (recovered meanwhile): rolled back, then MarkProcessed per claim
+BEGIN (default)
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2) AND claim_token = :3 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0xFF000000000070000000000000000000]
+   -> 0 rows affected
+ROLLBACK
+BEGIN (default)
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2) AND claim_token = :3 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x01000000000070000000000000000000, 0xFF000000000070000000000000000000]
+   -> 0 rows affected
+ROLLBACK
+BEGIN (default)
+QUERY SELECT id FROM outbox_events
+ WHERE id IN (:1) AND claim_token = :2 AND status = 'IN_PROCESS' FOR UPDATE
+   args: [0x01000000000070000000000000000000, 0xFF000000000070000000000000000000]
+   fetch: no more rows
+   close cursor (0 of 0 rows fetched)
+COMMIT
+BEGIN (default)
+EXEC UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
+ WHERE id IN (:2) AND claim_token = :3 AND status = 'IN_PROCESS'
+   args: [2026-11-30T12:00:00Z, 0x03000000000070000000000000000000, 0x0F000000000000000000000000000000]
+   -> 1 rows affected
+COMMIT
+==> marked [03000000-0000-7000-0000-000000000000]
+
 ==== MoveToDLQ: limit 2, three FAILED rows: locks two, copies, deletes, commits
 -- on the handle given (no transaction of its own)
 QUERY SELECT 1 FROM outbox_events WHERE status = 'FAILED' AND ROWNUM = 1

@@ -26,3 +26,16 @@ WITH RECURSIVE t(event_type, n) AS (
 SELECT event_type FROM t WHERE event_type IS NOT NULL;
 -- args: [2026-11-30 12:00:00 +0000 UTC 100]
 
+-- EventsMarkProcessed
+UPDATE outbox_events SET status = 'PROCESSED', updated_at = $1
+ WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'
+RETURNING id;
+-- args: [2026-11-30 12:00:00 +0000 UTC [0a000000-0000-0000-0000-000000000000 0b000000-0000-0000-0000-000000000000] 01000000-0000-0000-0000-000000000000]
+
+-- EventsMarkProcessedClaims (a merged finalize: the token of each row's claim)
+UPDATE outbox_events e SET status = 'PROCESSED', updated_at = $1
+  FROM unnest($2::uuid[], $3::uuid[]) AS u(id, claim_token)
+ WHERE e.id = u.id AND e.claim_token = u.claim_token AND e.status = 'IN_PROCESS'
+RETURNING e.id;
+-- args: [2026-11-30 12:00:00 +0000 UTC [0a000000-0000-0000-0000-000000000000 0b000000-0000-0000-0000-000000000000 0c000000-0000-0000-0000-000000000000] [01000000-0000-0000-0000-000000000000 01000000-0000-0000-0000-000000000000 02000000-0000-0000-0000-000000000000]]
+
