@@ -86,7 +86,7 @@ func runBrokers(ctx context.Context, e *env) ([]row, error) {
 				return drainForwarderTo(ctx, e, pub, n)
 			}},
 		{name: "RabbitMQ: oncebox poller → oncebox rabbitmq publisher", n: nRabbit,
-			note: "durable queue, persistent, mandatory; a batch's confirms awaited together; goal ≥ 10× the forwarder",
+			note: "durable queue, persistent, mandatory; a batch's confirms awaited together, spread over 4 confirm channels (SpreadUnkeyed: the backlog has no keys); goal ≥ 10× the forwarder",
 			drain: func(ctx context.Context, n int) (time.Duration, error) {
 				// The backlog's events have no key: SpreadUnkeyed spreads each
 				// batch over the publisher's 4 confirm channels per call.
