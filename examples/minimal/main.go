@@ -60,7 +60,7 @@ func run(ctx context.Context, cfg oncebox.Config, dbURL, amqpURL string, ln net.
 	}
 	defer pool.Close()
 	reg := prometheus.NewRegistry()
-	hooks, err := metricsHooks(reg)
+	hooks, err := metrics.NewServiceHooks(reg)
 	if err != nil {
 		return err
 	}
@@ -150,20 +150,6 @@ func ship(schema string) message.NoPublishHandlerFunc {
 			msg.Metadata.Get(oncebox.HeaderEventID))
 		return err
 	}
-}
-
-// metricsHooks are the Prometheus collectors of package metrics as the
-// service's hooks.
-func metricsHooks(reg prometheus.Registerer) (service.Hooks, error) {
-	relay, err1 := metrics.NewPollerHooks(reg)
-	inbox, err2 := metrics.NewInboxHooks(reg)
-	poison, err3 := metrics.NewPoisonHooks(reg)
-	actions, err4 := metrics.NewDLQActionHooks(reg)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return service.Hooks{}, err
-	}
-	return service.Hooks{Poller: relay, Inbox: inbox, OnParked: poison.OnParked, OnNacked: poison.OnNacked,
-		OnStoreFailed: poison.OnStoreFailed, OnDLQAction: actions.OnAction, OnInboxCleanUp: inbox.OnCleanerRun}, nil
 }
 
 func ignoreClosed(err error) error {
