@@ -6,8 +6,6 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 )
 
-// claimReturning is the column list every claim returns, in the order of
-// ClaimedEvent.ScanTargets.
 // EventsClaim implements Dialect: one statement that locks up to Limit due
 // PENDING rows of the type, skipping rows other claimers hold, and flips them
 // to IN_PROCESS with a new claim token and the claiming instance
@@ -20,14 +18,31 @@ import (
 // (migration 2) gives the rows in (next_retry_at, id) order without a sort:
 // the rows of one multi-row publish share next_retry_at, and id keeps them
 // in publish order.
+//
+// With p.ByKey only the head of each key is taken (keyHead, docs/ordering.md):
+// the NOT EXISTS probes read the statement's snapshot, which row locks do
+// not hide, so a claimer that skips a head another claimer holds still sees
+// that head PENDING (or IN_PROCESS once claimed) and does not take the next
+// row of its key. A head claimed and committed by another claimer after
+// this statement's snapshot fails the re-check of status = 'PENDING' on its
+// new version when this statement reaches it. The probes use the partial
+// index (event_type, partition_key, status, id) of migration 4.
 func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
+	// Unordered, the statement is the one of migration 2 (no alias); by key
+	// the candidate is c, as keyHead needs.
+	from, c, lockOf := d.tables.Events, "", ""
+	head := ""
+	if p.ByKey {
+		from, c, lockOf = d.tables.Events+" c", "c.", " OF c"
+		head = "\n       AND " + keyHead(d.tables, p.BlockOnFailure)
+	}
 	return Query{
 		SQL: `WITH due AS (
-    SELECT id FROM ` + d.tables.Events + `
-     WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2
-     ORDER BY next_retry_at, id
+    SELECT ` + c + `id FROM ` + from + `
+     WHERE ` + c + `status = 'PENDING' AND ` + c + `event_type = $1 AND ` + c + `next_retry_at <= $2` + head + `
+     ORDER BY ` + c + `next_retry_at, ` + c + `id
      LIMIT $3
-       FOR UPDATE SKIP LOCKED
+       FOR UPDATE` + lockOf + ` SKIP LOCKED
 )
 UPDATE ` + d.tables.Events + ` e
    SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2

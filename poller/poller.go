@@ -246,14 +246,16 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 	out := p.newOutage(ec.EventType)
 	wake := p.wakes.channel(ec.EventType)
 	var (
-		delay  time.Duration
-		woken  bool
-		flight *flight // the batch being sent and finalized, if any
+		delay   time.Duration
+		woken   bool
+		flight  *flight // the batch being sent and finalized, if any
+		settled bool    // the last flight settled was busy
 	)
 	// settle waits for the flight and applies its outcome to the pace.
 	settle := func() {
 		r := flight.wait()
 		flight = nil
+		settled = r.busy
 		delay = s.Next(r.busy)
 		if r.busy {
 			// A full batch that was sent: more rows are probably waiting, so
@@ -294,13 +296,20 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			return
 		}
 		b, err := p.claimBatch(ec)
+		settled = false
 		if flight != nil {
 			// The batch before is sent and finalized before this one's send
 			// starts: claim order is send order.
 			settle()
 		}
 		if err != nil || len(b.events) == 0 {
-			delay = s.Next(false)
+			if settled && ec.Ordered() {
+				// Claimed while the flight was in the air, when the next
+				// events of its keys were not heads yet; now they are.
+				delay = 0
+			} else {
+				delay = s.Next(false)
+			}
 			p.pollDone(ctx, ec, out, pollResult{err: err}, &delay, woken)
 			woken = false
 			if untilIdle {
@@ -365,7 +374,7 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	err = p.withConn(claimCtx, func() error {
 		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
-			Instance: p.config.InstanceID})
+			Instance: p.config.InstanceID, ByKey: ec.Ordered(), BlockOnFailure: ec.OnFailure == oncebox.OnFailureBlock})
 		return err
 	})
 	return batch{token: token, events: events}, err
@@ -406,7 +415,11 @@ func (p *Poller) fly(ec oncebox.EventConfig, b batch) *flight {
 			}
 		}
 		unavailable, err := p.finalize(ec, b.token, b.events, results)
-		f.done <- pollResult{claimed: len(b.events), busy: f.full && unavailable == nil, unavailable: unavailable, err: err}
+		// Ordered, any batch sent is busy: its keys' next events became
+		// heads when it was finalized, and the claim that ran meanwhile
+		// could not take them (docs/ordering.md, "Pacing").
+		busy := f.full || ec.Ordered() && len(b.events) > 0
+		f.done <- pollResult{claimed: len(b.events), busy: busy && unavailable == nil, unavailable: unavailable, err: err}
 	}()
 	return f
 }

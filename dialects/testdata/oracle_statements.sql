@@ -101,6 +101,49 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = S
 /
 -- args: [0x0F000000000000000000000000000000, 2026-11-30T12:00:00Z, "host-1", 2026-11-30T12:00:00Z, 0x01000000000000000000000000000000, 0x02000000000000000000000000000000]
 
+-- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
+SELECT id FROM (SELECT c.id FROM outbox_events c
+ WHERE c.status = 'PENDING' AND c.event_type = :1 AND c.next_retry_at <= SYS_EXTRACT_UTC(:2)
+   AND (c.partition_key IS NULL OR (
+           NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status IN ('PENDING') AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')))
+ ORDER BY c.next_retry_at, c.id)
+ WHERE ROWNUM <= :3
+/
+-- args: ["order-created", 2026-11-30T12:00:00Z, 200]
+
+-- Claim by key, on-failure block 1/3: EventsClaimHeads
+SELECT id FROM (SELECT c.id FROM outbox_events c
+ WHERE c.status = 'PENDING' AND c.event_type = :1 AND c.next_retry_at <= SYS_EXTRACT_UTC(:2)
+   AND (c.partition_key IS NULL OR (
+           NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status IN ('PENDING', 'FAILED') AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < c.id)))
+ ORDER BY c.next_retry_at, c.id)
+ WHERE ROWNUM <= :3
+/
+-- args: ["order-created", 2026-11-30T12:00:00Z, 200]
+
+-- Claim by key 2/3: EventsClaimLockHeads (cursor)
+SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
+  FROM outbox_events
+ WHERE id IN (:1, :2) AND status = 'PENDING' AND next_retry_at <= SYS_EXTRACT_UTC(:3)
+ ORDER BY next_retry_at, id
+   FOR UPDATE SKIP LOCKED
+/
+-- args: [0x01000000000000000000000000000000, 0x02000000000000000000000000000000, 2026-11-30T12:00:00Z]
+
 -- MarkProcessed 1/2: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
  WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'

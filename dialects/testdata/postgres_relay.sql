@@ -13,6 +13,54 @@ UPDATE outbox_events e
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
 -- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
 
+-- EventsClaim (ordering: key)
+WITH due AS (
+    SELECT c.id FROM outbox_events c
+     WHERE c.status = 'PENDING' AND c.event_type = $1 AND c.next_retry_at <= $2
+       AND (c.partition_key IS NULL OR (
+           NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status IN ('PENDING') AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')))
+     ORDER BY c.next_retry_at, c.id
+     LIMIT $3
+       FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE outbox_events e
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
+-- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
+
+-- EventsClaim (ordering: key, on-failure: block)
+WITH due AS (
+    SELECT c.id FROM outbox_events c
+     WHERE c.status = 'PENDING' AND c.event_type = $1 AND c.next_retry_at <= $2
+       AND (c.partition_key IS NULL OR (
+           NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status IN ('PENDING', 'FAILED') AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < c.id)))
+     ORDER BY c.next_retry_at, c.id
+     LIMIT $3
+       FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE outbox_events e
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
+-- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
+
 -- EventsDueTypes (discovery)
 WITH RECURSIVE t(event_type, n) AS (
     SELECT min(event_type), 1 FROM outbox_events
