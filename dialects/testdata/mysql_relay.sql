@@ -29,70 +29,61 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?,
 -- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC host-1 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
-WITH RECURSIVE k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
-  UNION ALL
-    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = ? AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
-      FROM k
-     WHERE k.partition_key IS NOT NULL AND k.n < ?
-)
-SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
                         ORDER BY next_retry_at, id
                         LIMIT ?) w
-                    UNION ALL
-                    SELECT (SELECT MIN(h.id) FROM outbox_events h
-                             WHERE h.event_type = ? AND h.partition_key = k.partition_key AND h.status = 'PENDING')
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= ?
+            UNION
+            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
+                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
+                                GROUP BY event_type, partition_key
+                                LIMIT ?) g) cand
+      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING') AND b.id < c.id)
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')))
      ORDER BY c.next_retry_at, c.id
  LIMIT ?;
--- args: [order-created order-created 200 order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 2026-11-30 12:00:00 +0000 UTC 400]
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
 
 -- Claim by key, on-failure block 1/3: EventsClaimHeads
-WITH RECURSIVE k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
-  UNION ALL
-    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = ? AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
-      FROM k
-     WHERE k.partition_key IS NOT NULL AND k.n < ?
-)
-SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
                         ORDER BY next_retry_at, id
                         LIMIT ?) w
-                    UNION ALL
-                    SELECT (SELECT MIN(h.id) FROM outbox_events h
-                             WHERE h.event_type = ? AND h.partition_key = k.partition_key AND h.status = 'PENDING')
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= ?
+            UNION
+            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
+                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
+                                GROUP BY event_type, partition_key
+                                LIMIT ?) g) cand
+      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING', 'FAILED') AND b.id < c.id)
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'FAILED' AND b.id < c.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
                         WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < c.id)))
      ORDER BY c.next_retry_at, c.id
  LIMIT ?;
--- args: [order-created order-created 200 order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 2026-11-30 12:00:00 +0000 UTC 400]
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
 
 -- Claim by key 2/3: EventsClaimLockHeads
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events

@@ -103,28 +103,29 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = S
 
 -- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
 WITH k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = :1 AND status = 'PENDING' AND partition_key IS NOT NULL
+    SELECT (SELECT MIN(f.partition_key) FROM outbox_events f
+                        WHERE f.event_type = :1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL), 1 FROM DUAL
   UNION ALL
     SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+                        WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < :3
 )
-SELECT id FROM (SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
+SELECT id FROM (SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
                         ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= :6) w
-                    UNION ALL
-                    SELECT (SELECT MIN(h.id) FROM outbox_events h
-                             WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
+            UNION
+            SELECT (SELECT MIN(h.id) FROM outbox_events h
+                        WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT MIN(b.id) FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING') AND b.id < c.id)
+                          AND b.status = 'PENDING')
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')))
@@ -135,31 +136,35 @@ SELECT id FROM (SELECT c.id FROM outbox_events c
 
 -- Claim by key, on-failure block 1/3: EventsClaimHeads
 WITH k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = :1 AND status = 'PENDING' AND partition_key IS NOT NULL
+    SELECT (SELECT MIN(f.partition_key) FROM outbox_events f
+                        WHERE f.event_type = :1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL), 1 FROM DUAL
   UNION ALL
     SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+                        WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < :3
 )
-SELECT id FROM (SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
+SELECT id FROM (SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
                         ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= :6) w
-                    UNION ALL
-                    SELECT (SELECT MIN(h.id) FROM outbox_events h
-                             WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
+            UNION
+            SELECT (SELECT MIN(h.id) FROM outbox_events h
+                        WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT MIN(b.id) FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING', 'FAILED') AND b.id < c.id)
+                          AND b.status = 'PENDING')
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'FAILED' AND b.id < c.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
                         WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')

@@ -15,29 +15,34 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 
 -- EventsClaim (ordering: key)
 WITH RECURSIVE k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = $1 AND status = 'PENDING' AND partition_key IS NOT NULL
+    SELECT (SELECT f.partition_key FROM outbox_events f
+                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL
+                        ORDER BY f.partition_key LIMIT 1), 1
   UNION ALL
-    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+    SELECT (SELECT e.partition_key FROM outbox_events e
+                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key
+                        ORDER BY e.partition_key LIMIT 1), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < $3
 ),
 due AS (
-    SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+    SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
                         ORDER BY next_retry_at, id
                         LIMIT $6) w
-                    UNION ALL
-                    SELECT (SELECT h.id FROM outbox_events h
-                             WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' ORDER BY h.id LIMIT 1)
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= $8
+            UNION
+            SELECT (SELECT h.id FROM outbox_events h
+                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING'
+                        ORDER BY h.id LIMIT 1)
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $8
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING') AND b.id < c.id)
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')))
@@ -54,32 +59,40 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 
 -- EventsClaim (ordering: key, on-failure: block)
 WITH RECURSIVE k (partition_key, n) AS (
-    SELECT MIN(partition_key), 1 FROM outbox_events
-     WHERE event_type = $1 AND status = 'PENDING' AND partition_key IS NOT NULL
+    SELECT (SELECT f.partition_key FROM outbox_events f
+                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL
+                        ORDER BY f.partition_key LIMIT 1), 1
   UNION ALL
-    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
-             WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+    SELECT (SELECT e.partition_key FROM outbox_events e
+                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key
+                        ORDER BY e.partition_key LIMIT 1), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < $3
 ),
 due AS (
-    SELECT c.id FROM outbox_events c
-     WHERE c.id IN (SELECT w.id FROM (SELECT id FROM outbox_events
+    SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
                         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
                         ORDER BY next_retry_at, id
                         LIMIT $6) w
-                    UNION ALL
-                    SELECT (SELECT h.id FROM outbox_events h
-                             WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' ORDER BY h.id LIMIT 1)
-                      FROM k WHERE k.partition_key IS NOT NULL)
-       AND c.status = 'PENDING' AND c.next_retry_at <= $8
+            UNION
+            SELECT (SELECT h.id FROM outbox_events h
+                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING'
+                        ORDER BY h.id LIMIT 1)
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $8
        AND (c.partition_key IS NULL OR (
-           NOT EXISTS (SELECT 1 FROM outbox_events b
+           c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status IN ('PENDING', 'FAILED') AND b.id < c.id)
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'FAILED' AND b.id < c.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
                         WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
