@@ -36,10 +36,10 @@ import (
 // MySQL/MariaDB and Oracle PROCESSED rows are in the index, in a range of
 // their own the probes never read), and (event_type, partition_key,
 // event_id) over the DLQ. Each probe is one index range read.
-func keyHead(t Tables, block, orderLimit bool) string {
+func keyHead(t Tables, block, orderLimit bool, heap string) string {
 	s := `(c.partition_key IS NULL OR (
            c.id = ` + firstOf(orderLimit, "b.id", t.Events+" b", `b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'`) + `
+                          AND b.status = 'PENDING'`+heap) + `
        AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
                           AND b.status = 'IN_PROCESS')`
@@ -116,15 +116,24 @@ func keyHeads(t Tables, b claimBinder, p ClaimParams, limitRows func(query strin
 		join = "STRAIGHT_JOIN"
 	}
 	_, oracle := b.(*binder)
+	// PostgreSQL: a condition on a column outside the key index (always
+	// true) makes each probe a plain index scan, which visits the heap and
+	// marks the entries of rows already sent (dead) so that the next claim
+	// skips them; an index-only scan walks them again at every claim
+	// (docs/ordering.md, "Throughput").
+	heap := func(string) string { return "" }
+	if _, pg := b.(*dollarBinder); pg {
+		heap = func(alias string) string { return " AND " + alias + ".next_retry_at IS NOT NULL" }
+	}
 	dual := ""
 	if oracle {
 		dual = " FROM DUAL"
 	}
 	if !mysql {
 		keys = `k (partition_key, n) AS (
-    SELECT ` + firstOf(!oracle, "f.partition_key", t.Events+" f", `f.event_type = `+b.p(p.EventType)+` AND f.status = 'PENDING' AND f.partition_key IS NOT NULL`) + `, 1` + dual + `
+    SELECT ` + firstOf(!oracle, "f.partition_key", t.Events+" f", `f.event_type = `+b.p(p.EventType)+` AND f.status = 'PENDING' AND f.partition_key IS NOT NULL`+heap("f")) + `, 1` + dual + `
   UNION ALL
-    SELECT ` + firstOf(!oracle, "e.partition_key", t.Events+" e", `e.event_type = `+b.p(p.EventType)+` AND e.status = 'PENDING' AND e.partition_key > k.partition_key`) + `, k.n + 1
+    SELECT ` + firstOf(!oracle, "e.partition_key", t.Events+" e", `e.event_type = `+b.p(p.EventType)+` AND e.status = 'PENDING' AND e.partition_key > k.partition_key`+heap("e")) + `, k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < ` + b.p(keySteps(p.Limit)) + `
 )`
@@ -144,7 +153,7 @@ func keyHeads(t Tables, b claimBinder, p ClaimParams, limitRows func(query strin
                                 GROUP BY event_type, partition_key
                                 LIMIT ` + b.p(keySteps(p.Limit)) + `) g`
 	} else {
-		heads = `SELECT ` + firstOf(!oracle, "h.id", t.Events+" h", `h.event_type = `+b.p(p.EventType)+` AND h.partition_key = k.partition_key AND h.status = 'PENDING'`) + `
+		heads = `SELECT ` + firstOf(!oracle, "h.id", t.Events+" h", `h.event_type = `+b.p(p.EventType)+` AND h.partition_key = k.partition_key AND h.status = 'PENDING'`+heap("h")) + `
               FROM k WHERE k.partition_key IS NOT NULL`
 	}
 	body = `SELECT c.id
@@ -153,7 +162,7 @@ func keyHeads(t Tables, b claimBinder, p ClaimParams, limitRows func(query strin
             ` + heads + `) cand
       ` + join + ` ` + t.Events + ` c ON c.id = cand.id
      WHERE c.status = 'PENDING' AND c.next_retry_at <= ` + b.t(p.Now) + `
-       AND ` + keyHead(t, p.BlockOnFailure, !oracle) + `
+       AND ` + keyHead(t, p.BlockOnFailure, !oracle, heap("b")) + `
      ORDER BY c.next_retry_at, c.id`
 	return keys, body
 }

@@ -16,11 +16,11 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 -- EventsClaim (ordering: key)
 WITH RECURSIVE k (partition_key, n) AS (
     SELECT (SELECT f.partition_key FROM outbox_events f
-                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL
+                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL AND f.next_retry_at IS NOT NULL
                         ORDER BY f.partition_key LIMIT 1), 1
   UNION ALL
     SELECT (SELECT e.partition_key FROM outbox_events e
-                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key
+                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key AND e.next_retry_at IS NOT NULL
                         ORDER BY e.partition_key LIMIT 1), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < $3
@@ -33,7 +33,7 @@ due AS (
                         LIMIT $6) w
             UNION
             SELECT (SELECT h.id FROM outbox_events h
-                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING'
+                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' AND h.next_retry_at IS NOT NULL
                         ORDER BY h.id LIMIT 1)
               FROM k WHERE k.partition_key IS NOT NULL) cand
       JOIN outbox_events c ON c.id = cand.id
@@ -41,7 +41,7 @@ due AS (
        AND (c.partition_key IS NULL OR (
            c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'
+                          AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
                         ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
@@ -60,11 +60,11 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 -- EventsClaim (ordering: key, on-failure: block)
 WITH RECURSIVE k (partition_key, n) AS (
     SELECT (SELECT f.partition_key FROM outbox_events f
-                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL
+                        WHERE f.event_type = $1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL AND f.next_retry_at IS NOT NULL
                         ORDER BY f.partition_key LIMIT 1), 1
   UNION ALL
     SELECT (SELECT e.partition_key FROM outbox_events e
-                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key
+                        WHERE e.event_type = $2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key AND e.next_retry_at IS NOT NULL
                         ORDER BY e.partition_key LIMIT 1), k.n + 1
       FROM k
      WHERE k.partition_key IS NOT NULL AND k.n < $3
@@ -77,7 +77,7 @@ due AS (
                         LIMIT $6) w
             UNION
             SELECT (SELECT h.id FROM outbox_events h
-                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING'
+                        WHERE h.event_type = $7 AND h.partition_key = k.partition_key AND h.status = 'PENDING' AND h.next_retry_at IS NOT NULL
                         ORDER BY h.id LIMIT 1)
               FROM k WHERE k.partition_key IS NOT NULL) cand
       JOIN outbox_events c ON c.id = cand.id
@@ -85,7 +85,7 @@ due AS (
        AND (c.partition_key IS NULL OR (
            c.id = (SELECT b.id FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'
+                          AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
                         ORDER BY b.id LIMIT 1)
        AND NOT EXISTS (SELECT 1 FROM outbox_events b
                         WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
