@@ -167,7 +167,46 @@ type EventSettings struct {
 	MaxRetries *int `yaml:"max-retries"`
 	// Backoff sets the delay before a retry.
 	Backoff BackoffSettings `yaml:"backoff"`
+	// Ordering is "key" to publish the events of one key (oncebox.SetKey)
+	// in the order they were published, one at a time across every relay
+	// instance (docs/ordering.md), or "none" (the default): unordered.
+	// Events without a key are unordered either way. Every instance must
+	// give a type the same ordering.
+	Ordering Ordering `yaml:"ordering"`
+	// OnFailure says what an event of an ordered type that left the outbox
+	// FAILED (moved to the DLQ) does to the later events of its key: "skip"
+	// (the default) lets the next one go; "block" holds the key until an
+	// operator retries, resolves or deletes the DLQ row. Only with ordering
+	// "key".
+	OnFailure OnFailure `yaml:"on-failure"`
 }
+
+// Ordering is the ordering of an event type's events.
+type Ordering string
+
+const (
+	// OrderingNone sends events in any order (claim order on one
+	// instance, nothing across instances, retries or recovery). It is the
+	// default.
+	OrderingNone Ordering = "none"
+	// OrderingKey publishes the events of one key in publish (id) order,
+	// one at a time across every instance: an event is claimed only when
+	// no earlier event of its key is waiting, retrying or in flight.
+	OrderingKey Ordering = "key"
+)
+
+// OnFailure is what a FAILED event of an ordered type does to its key.
+type OnFailure string
+
+const (
+	// OnFailureSkip lets the next event of the key go once the FAILED one
+	// has left the outbox for the DLQ (or right away if it stays FAILED in
+	// the outbox without a DLQ). It is the default.
+	OnFailureSkip OnFailure = "skip"
+	// OnFailureBlock holds the later events of the key while the FAILED
+	// event is in the outbox or its DLQ row is not RESOLVED (nor deleted).
+	OnFailureBlock OnFailure = "block"
+)
 
 // PollingSettings set the delay between two polls of one event type.
 type PollingSettings struct {
@@ -283,7 +322,15 @@ type EventConfig struct {
 	Polling    PollingSettings
 	MaxRetries int
 	Backoff    Backoff
+	// Ordering is OrderingNone or OrderingKey.
+	Ordering Ordering
+	// OnFailure is OnFailureSkip or OnFailureBlock.
+	OnFailure OnFailure
 }
+
+// Ordered reports whether the type's events of one key are relayed in
+// order (Ordering is OrderingKey).
+func (e EventConfig) Ordered() bool { return e.Ordering == OrderingKey }
 
 // Backoff is the resolved retry backoff of an event type.
 type Backoff struct {
@@ -352,6 +399,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if d.Backoff.Multiplier == 0 {
 		d.Backoff.Multiplier = DefaultBackoffMultiplier
+	}
+	if d.Ordering == "" {
+		d.Ordering = OrderingNone
+	}
+	if d.OnFailure == "" {
+		d.OnFailure = OnFailureSkip
 	}
 	if c.Outbox.MaxBatchProcessingTime == 0 {
 		c.Outbox.MaxBatchProcessingTime = DefaultMaxBatchProcessingTime
@@ -459,6 +512,8 @@ func (c Config) Event(eventType string) (EventConfig, error) {
 			Delay:      firstNonZero(o.Backoff.Delay, d.Backoff.Delay),
 			Multiplier: firstNonZero(o.Backoff.Multiplier, d.Backoff.Multiplier),
 		},
+		Ordering:  firstNonZero(o.Ordering, d.Ordering),
+		OnFailure: firstNonZero(o.OnFailure, d.OnFailure),
 	}
 	return ec, nil
 }
@@ -549,8 +604,12 @@ func (c Config) Validate() error {
 			if o := c.Outbox.Events[t]; o.MaxRetries != nil || o.Backoff != (BackoffSettings{}) {
 				add(validateBackoff(path+".backoff", ec.Backoff, ec.MaxRetries))
 			}
+			if o := c.Outbox.Events[t]; o.OnFailure != "" || o.Ordering != "" {
+				add(validateOnFailure(path, ec.Ordering, ec.OnFailure))
+			}
 		}
 	}
+	add(validateOnFailure("outbox.defaults", c.Outbox.Defaults.Ordering, c.Outbox.Defaults.OnFailure))
 	if c.Outbox.StrictEventTypes && len(c.Outbox.Events) == 0 {
 		add(fieldErr("outbox.strict-event-types", "limits the outbox to outbox.events, which is empty: every publish would be refused"))
 	}
@@ -613,7 +672,27 @@ func (s EventSettings) validate(path string, isDefaults bool) error {
 	errs = append(errs,
 		validateDelay(path+".backoff.delay", s.Backoff.Delay),
 		validateMultiplier(path+".backoff.multiplier", s.Backoff.Multiplier))
+	switch s.Ordering {
+	case "", OrderingNone, OrderingKey:
+	default:
+		errs = append(errs, fieldErr(path+".ordering", "must be %q or %q, got %q", OrderingKey, OrderingNone, s.Ordering))
+	}
+	switch s.OnFailure {
+	case "", OnFailureSkip, OnFailureBlock:
+	default:
+		errs = append(errs, fieldErr(path+".on-failure", "must be %q or %q, got %q", OnFailureSkip, OnFailureBlock, s.OnFailure))
+	}
 	return errors.Join(errs...)
+}
+
+// validateOnFailure refuses on-failure: block on a type that is not
+// ordered: there is no key order for it to keep, and the setting would be
+// silently ignored.
+func validateOnFailure(path string, o Ordering, f OnFailure) error {
+	if f == OnFailureBlock && o != OrderingKey {
+		return fieldErr(path+".on-failure", "%q needs ordering: %q (ordering is %q)", f, OrderingKey, o)
+	}
+	return nil
 }
 
 // validateDelay checks a delay that 0 leaves to the defaults.

@@ -67,7 +67,8 @@ func TestConfigInheritance(t *testing.T) {
 		EventType: "low-priority", Topic: "events", BatchSize: 200, MaxRetries: 3,
 		Polling: oncebox.PollingSettings{Type: oncebox.PollingAdaptive,
 			MinFixedDelay: 10 * time.Second, MaxFixedDelay: 5 * time.Minute, Multiplier: 2.0},
-		Backoff: oncebox.Backoff{Enabled: false, Delay: 10 * time.Second, Multiplier: 3.0},
+		Backoff:  oncebox.Backoff{Enabled: false, Delay: 10 * time.Second, Multiplier: 3.0},
+		Ordering: oncebox.OrderingNone, OnFailure: oncebox.OnFailureSkip,
 	}, low)
 
 	report, err := cfg.Event("daily-report")

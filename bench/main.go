@@ -38,6 +38,7 @@ var scenarios = []scenario{
 	{"mariadb-idle", "the idle scenario on MariaDB: statements and transactions per hour for one idle event type, counted by a counting database/sql driver and by MariaDB's status counters", runMariaDBIdle},
 	{"latency", "commit-to-publish latency at a steady 300 events/s, one event per business transaction", runLatency},
 	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
+	{"ordering", "per-key ordering: one type with 1,000 keys, ordered vs unordered, and one key, drained by one tuned poller to a no-op publisher", runOrdering},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 

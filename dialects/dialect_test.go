@@ -102,6 +102,10 @@ func TestPostgreSQLRelayGolden(t *testing.T) {
 	var b strings.Builder
 	for _, c := range []namedQuery{
 		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt, Instance: "host-1"})},
+		{"EventsClaim (ordering: key)", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt, Instance: "host-1",
+			ByKey: true})},
+		{"EventsClaim (ordering: key, on-failure: block)", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt,
+			Instance: "host-1", ByKey: true, BlockOnFailure: true})},
 		{"EventsDueTypes (discovery)", d.EventsDueTypes(goldenAt, 100)},
 		{"EventsMarkProcessed", d.EventsMarkProcessed(oncebox.EventID{0x01}, []oncebox.EventID{{0x0a}, {0x0b}}, goldenAt)},
 		{"EventsMarkProcessedClaims (a merged finalize: the token of each row's claim)", d.EventsMarkProcessedClaims([]dialects.ClaimIDs{

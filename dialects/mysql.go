@@ -97,6 +97,9 @@ type mysqlTemplateData struct {
 	SchemaExpr string
 	// EventsTable is the outbox table's name without the database.
 	EventsTable string
+	// DLQTable is the DLQ table's name without the database (migration 4
+	// looks its indexes up).
+	DLQTable string
 }
 
 func (d *MySQL) templateData() mysqlTemplateData {
@@ -106,7 +109,8 @@ func (d *MySQL) templateData() mysqlTemplateData {
 	if d.schema != "" {
 		schema = "'" + d.schema + "'"
 	}
-	return mysqlTemplateData{Tables: d.tables, SchemaExpr: schema, EventsTable: d.tables.Prefix + "outbox_events"}
+	return mysqlTemplateData{Tables: d.tables, SchemaExpr: schema, EventsTable: d.tables.Prefix + "outbox_events",
+		DLQTable: d.tables.Prefix + "outbox_dlq_events"}
 }
 
 // MigrationLock implements Dialect with a named session lock: GET_LOCK

@@ -60,17 +60,65 @@ func (d *MySQL) EventsClaimProbe(p ClaimParams) Query {
 	}
 }
 
+// EventsClaimHeads is the first statement of an ordered claim (p.ByKey):
+// a plain read, without locks, of up to limit ids of due PENDING rows of
+// the type that are the head of their key, among the bounded candidates of
+// keyHeads, in (next_retry_at, id) order. Not a locking read: inside
+// SELECT … FOR UPDATE SKIP LOCKED, InnoDB reads a probe that the optimizer
+// turns into a join (MySQL 8's antijoin) with locks, so a head another
+// claimer has locked but not yet flipped would be skipped and its
+// successor would look like a head (docs/ordering.md). Read here, a head
+// locked by another claimer is still PENDING in the committed state, and
+// holds its key. Indexes: (status, event_type, next_retry_at) for the
+// window, (event_type, partition_key, status) (migration 4) for the keys
+// and the probes.
+func (d *MySQL) EventsClaimHeads(p ClaimParams, limit int) Query {
+	var b questionBinder
+	keys, body := keyHeads(d.tables, &b, p, limitClause)
+	_ = keys // MySQL jumps from key to key with a loose index scan, not a CTE
+	return Query{SQL: body + "\n LIMIT " + b.p(limit), Args: b.args}
+}
+
+// EventsClaimLockHeads is the second statement of an ordered claim: lock,
+// in (next_retry_at, id) order, up to Limit of the heads EventsClaimHeads
+// found, skipping those another claimer holds, re-checking on each row's
+// latest committed version (a locking read) that it is still PENDING and
+// due. A head is claimed only by locking its own row, so two claimers that
+// found the same head race for one lock; one that loses skips it, and its
+// successor was not among its candidates. Primary key lookups.
+func (d *MySQL) EventsClaimLockHeads(p ClaimParams, ids []oncebox.EventID) Query {
+	return Query{
+		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
+ WHERE id IN ` + inList(len(ids)) + ` AND status = 'PENDING' AND next_retry_at <= ?
+ ORDER BY next_retry_at, id
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED`,
+		Args: append(d.ids(ids), mysqlTime(p.Now), p.Limit),
+	}
+}
+
 // Claim implements Dialect: EventsClaimSelect then EventsClaimUpdate in one
 // READ COMMITTED transaction, committed before it returns. An idle poll
 // stops at EventsClaimProbe: one plain read instead of the transaction's
 // four round trips (SET TRANSACTION, START TRANSACTION, SELECT, COMMIT).
+// Ordered (p.ByKey), EventsClaimHeads takes the probe's place and
+// EventsClaimLockHeads the select's.
 func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
-	if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
+	lock := d.EventsClaimSelect(p)
+	if p.ByKey {
+		// Twice the batch: some heads may be taken by other claimers
+		// between the read and the lock.
+		heads, err := queryIDs(ctx, db, d.EventsClaimHeads(p, min(2*p.Limit, 2*oncebox.MaxBatchSize)))
+		if err != nil || len(heads) == 0 {
+			return nil, mysqlHint(err)
+		}
+		lock = d.EventsClaimLockHeads(p, heads)
+	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
 	var out []ClaimedEvent
 	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
-		rows, err := queryClaimed(ctx, tx, d.EventsClaimSelect(p), 0)
+		rows, err := queryClaimed(ctx, tx, lock, 0)
 		if err != nil || len(rows) == 0 {
 			return mysqlHint(err)
 		}

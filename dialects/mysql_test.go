@@ -126,6 +126,9 @@ func TestMySQLRelayGolden(t *testing.T) {
 	id1, id2, token := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0xee}
 	ids := []oncebox.EventID{id1, id2}
 	p := dialects.ClaimParams{EventType: "order-created", Limit: 200, Token: token, Now: at, Instance: "host-1"}
+	ordered, blocking := p, p
+	ordered.ByKey = true
+	blocking.ByKey, blocking.BlockOnFailure = true, true
 	failed := []dialects.FailedEvent{
 		{ID: id1, Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: at.Add(time.Second), Error: "boom"},
 		{ID: id2, Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "gone"},
@@ -138,6 +141,9 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"Claim: EventsClaimProbe", d.EventsClaimProbe(p)},
 		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},
+		{"Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)", d.EventsClaimHeads(ordered, 400)},
+		{"Claim by key, on-failure block 1/3: EventsClaimHeads", d.EventsClaimHeads(blocking, 400)},
+		{"Claim by key 2/3: EventsClaimLockHeads", d.EventsClaimLockHeads(ordered, ids)},
 		{"MarkProcessed: EventsMarkProcessed", d.EventsMarkProcessed(token, ids, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(token, ids)},
 		{"EventsMarkFailed", d.EventsMarkFailed(token, failed, at)},

@@ -34,17 +34,28 @@ var oracleTx *sql.TxOptions
 const oracleMaxIDsPerStatement = 30000
 
 // Claim implements Dialect: open the claim cursor, fetch up to p.Limit rows
-// (locking them), close it, flip them to IN_PROCESS by id, commit.
+// (locking them), close it, flip them to IN_PROCESS by id, commit. Ordered
+// (p.ByKey), the heads are read first without locks (EventsClaimHeads, which
+// also serves as the idle probe) and the cursor is EventsClaimLockHeads.
 func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
+	lock := d.EventsClaimLock(p)
+	if p.ByKey {
+		// Twice the batch: some heads may be taken by other claimers
+		// between the read and the lock.
+		heads, err := queryIDs(ctx, db, d.EventsClaimHeads(p, 2*p.Limit))
+		if err != nil || len(heads) == 0 {
+			return nil, err
+		}
+		lock = d.EventsClaimLockHeads(p, heads)
+	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
 	var out []ClaimedEvent
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
-		events, err := queryClaimed(ctx, tx, d.EventsClaimLock(p), p.Limit)
+		events, err := queryClaimed(ctx, tx, lock, p.Limit)
 		if err != nil || len(events) == 0 {
 			return err
 		}

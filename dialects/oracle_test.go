@@ -63,7 +63,7 @@ func TestOracleMigrationsGolden(t *testing.T) {
 	d := newOracle(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
 	ms, err := d.Migrations()
 	require.NoError(t, err)
-	require.Len(t, ms, 3)
+	require.Len(t, ms, 4)
 	var b strings.Builder
 	creates, drops, alters := 0, 0, 0
 	for k, m := range ms {
@@ -88,7 +88,7 @@ func TestOracleMigrationsGolden(t *testing.T) {
 			fmt.Fprintf(&b, "-- %s #%02d\n%s\n/\n\n", m.Name, i, s)
 		}
 	}
-	require.Equal(t, 14, creates, "4 tables, 8 indexes; migration 2: the claim index with id; migration 3: the instances table")
+	require.Equal(t, 16, creates, "4 tables, 8 indexes; migration 2: the claim index with id; migration 3: the instances table; migration 4: the key indexes")
 	require.Equal(t, 1, drops, "migration 2 drops the claim index without id")
 	require.Equal(t, 1, alters, "migration 3 adds claimed_by")
 	golden(t, "oracle_migrations.sql", b.String())
@@ -127,6 +127,9 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	id1, id2, tok := oncebox.EventID{0x01}, oncebox.EventID{0x02}, oncebox.EventID{0x0f}
 	claim := dialects.ClaimParams{EventType: "order-created", Limit: 100, Token: tok, Now: at, Instance: "host-1"}
+	ordered, blocking := claim, claim
+	ordered.ByKey = true
+	blocking.ByKey, blocking.BlockOnFailure = true, true
 	lease := dialects.Lease{Name: "outbox-clean-up", Owner: "host-1", LockedAt: at, Until: at.Add(time.Minute)}
 	tr := dialects.EventRow{ID: id1, EventType: "order-created", Topic: "orders", Key: "k",
 		MessageUUID: "m1", Payload: []byte("p"), Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at.Add(-time.Hour)}
@@ -144,6 +147,9 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 		{"Claim probe: EventsClaimProbe (plain read, idle polls end here)", d.EventsClaimProbe(claim)},
 		{"Claim 1/2: EventsClaimLock (cursor)", d.EventsClaimLock(claim)},
 		{"Claim 2/2: EventsClaimUpdate", d.EventsClaimUpdate(claim, []oncebox.EventID{id1, id2})},
+		{"Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)", d.EventsClaimHeads(ordered, 200)},
+		{"Claim by key, on-failure block 1/3: EventsClaimHeads", d.EventsClaimHeads(blocking, 200)},
+		{"Claim by key 2/3: EventsClaimLockHeads (cursor)", d.EventsClaimLockHeads(ordered, []oncebox.EventID{id1, id2})},
 		{"MarkProcessed 1/2: EventsMarkProcessed", d.EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(tok, []oncebox.EventID{id1, id2})},
 		{"EventsMarkFailed", d.EventsMarkFailed(tok, []dialects.FailedEvent{

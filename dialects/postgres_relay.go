@@ -6,8 +6,6 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 )
 
-// claimReturning is the column list every claim returns, in the order of
-// ClaimedEvent.ScanTargets.
 // EventsClaim implements Dialect: one statement that locks up to Limit due
 // PENDING rows of the type, skipping rows other claimers hold, and flips them
 // to IN_PROCESS with a new claim token and the claiming instance
@@ -20,7 +18,19 @@ import (
 // (migration 2) gives the rows in (next_retry_at, id) order without a sort:
 // the rows of one multi-row publish share next_retry_at, and id keeps them
 // in publish order.
+//
+// With p.ByKey only the head of each key is taken (keyHead, docs/ordering.md):
+// the NOT EXISTS probes read the statement's snapshot, which row locks do
+// not hide, so a claimer that skips a head another claimer holds still sees
+// that head PENDING (or IN_PROCESS once claimed) and does not take the next
+// row of its key. A head claimed and committed by another claimer after
+// this statement's snapshot fails the re-check of status = 'PENDING' on its
+// new version when this statement reaches it. The probes use the partial
+// index (event_type, partition_key, status, id) of migration 4.
 func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
+	if p.ByKey {
+		return d.eventsClaimByKey(p)
+	}
 	return Query{
 		SQL: `WITH due AS (
     SELECT id FROM ` + d.tables.Events + `
@@ -35,6 +45,42 @@ UPDATE ` + d.tables.Events + ` e
  WHERE e.id = due.id
 RETURNING e.` + claimReturningQualified,
 		Args: []any{p.EventType, p.Now, p.Limit, d.EncodeID(p.Token), nullable(p.Instance)},
+	}
+}
+
+// eventsClaimByKey is EventsClaim of an ordered type, still one statement:
+// the candidates of keyHeads (a bounded window of due rows and the heads
+// of the first keys), kept when they are the head of their key (keyHead),
+// locked FOR UPDATE OF c SKIP LOCKED in (next_retry_at, id) order and
+// flipped.
+//
+// The probes read the statement's snapshot, which row locks do not hide:
+// a claimer that skips a head another claimer holds still sees that head
+// PENDING (or IN_PROCESS once claimed) and does not take the next row of
+// its key. A head claimed and committed by another claimer after this
+// statement's snapshot fails the re-check of status = 'PENDING' on its new
+// version when this statement locks it. Indexes: outbox_events_due_idx for
+// the window, outbox_events_key_idx (migration 4) for the keys and the
+// probes; the IN_PROCESS probe is hashed once over
+// outbox_events_in_process_idx (docs/ordering.md shows the plan).
+func (d *PostgreSQL) eventsClaimByKey(p ClaimParams) Query {
+	var b dollarBinder
+	keys, body := keyHeads(d.tables, &b, p, limitClause)
+	limit := b.p(p.Limit)
+	now, token, instance := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance))
+	return Query{
+		SQL: "WITH RECURSIVE " + keys + `,
+due AS (
+    ` + body + `
+     LIMIT ` + limit + `
+       FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE ` + d.tables.Events + ` e
+   SET status = 'IN_PROCESS', claim_token = ` + token + `, claimed_at = ` + now + `, claimed_by = ` + instance + `, updated_at = ` + now + `
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.` + claimReturningQualified,
+		Args: b.args,
 	}
 }
 

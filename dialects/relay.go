@@ -27,6 +27,16 @@ type ClaimParams struct {
 	// stores NULL (such claims are recovered after
 	// max-batch-processing-time only).
 	Instance string
+	// ByKey claims only the head event of each key (keyHead,
+	// docs/ordering.md): a row with a key is claimed only when no earlier
+	// row (by id) of the same type and key is PENDING (due or waiting for a
+	// retry) and no row of that type and key is IN_PROCESS. Rows without a
+	// key are claimed as before. ordering: key.
+	ByKey bool
+	// BlockOnFailure, with ByKey, also holds a key behind an earlier row of
+	// it that is FAILED, or whose DLQ row (source publisher) is not
+	// RESOLVED: on-failure: block.
+	BlockOnFailure bool
 }
 
 // ClaimedEvent is a row returned by a claim, with what the relay needs to

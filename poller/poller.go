@@ -255,12 +255,14 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		woken   bool
 		flights []*flight // claimed and not yet settled, oldest first
 		overlap bool      // the last flight was full and every one settled since was busy
+		settled bool      // a flight settled since the last claim was busy
 	)
 	// settle waits for the oldest flight and applies its outcome to the pace.
 	settle := func() {
 		f := flights[0]
 		flights = flights[1:]
 		r := f.wait()
+		settled = settled || r.busy
 		delay = s.Next(r.busy)
 		if r.busy {
 			// A full batch that was sent: more rows are probably waiting, so
@@ -312,11 +314,19 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			// outage): no claim until the pace says so.
 			continue
 		}
+		settled = false
 		b, err := p.claimBatch(ec)
 		if err != nil || len(b.events) == 0 {
 			// The flights before set the pace first, then this poll.
 			settleAll()
-			delay = s.Next(false)
+			if settled && ec.Ordered() {
+				// Claimed while a flight was in the air, when the next
+				// events of its keys were not heads yet; now they are
+				// (docs/ordering.md, "Pacing").
+				delay = 0
+			} else {
+				delay = s.Next(false)
+			}
 			overlap = false
 			p.pollDone(ctx, ec, out, pollResult{err: err}, &delay, woken)
 			woken = false
@@ -393,7 +403,7 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	err = p.withConn(claimCtx, func() error {
 		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
-			Instance: p.config.InstanceID})
+			Instance: p.config.InstanceID, ByKey: ec.Ordered(), BlockOnFailure: ec.OnFailure == oncebox.OnFailureBlock})
 		return err
 	})
 	return batch{token: token, events: events}, err
@@ -609,7 +619,11 @@ func (p *Poller) finalizeGroup(ec oncebox.EventConfig, group []*flight) {
 			errs[i] = append(errs[i], err)
 		}
 		p.claims.release()
-		f.done <- pollResult{claimed: len(f.b.events), busy: f.full && o.unavailable == nil, unavailable: o.unavailable,
+		// Ordered, any batch sent is busy: its keys' next events became
+		// heads when it was finalized, and a claim that ran meanwhile
+		// could not take them (docs/ordering.md, "Pacing").
+		busy := f.full || ec.Ordered() && len(f.b.events) > 0
+		f.done <- pollResult{claimed: len(f.b.events), busy: busy && o.unavailable == nil, unavailable: o.unavailable,
 			err: errors.Join(errs[i]...)}
 	}
 }

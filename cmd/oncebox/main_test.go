@@ -166,7 +166,7 @@ func TestMigrateTwice(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	require.Empty(t, out.Applied)
-	require.Equal(t, 3, out.CurrentVersion)
+	require.Equal(t, 4, out.CurrentVersion)
 }
 
 func TestMissingDSNIsAUsageError(t *testing.T) {

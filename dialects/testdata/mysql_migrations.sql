@@ -147,6 +147,40 @@ CREATE TABLE IF NOT EXISTS svc.p_outbox_instances (
     PRIMARY KEY (instance_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- 0004_key_order.sql #00
+SET @oncebox_ddl = (SELECT IF(COUNT(*) = 0,
+        'ALTER TABLE svc.p_outbox_events ADD KEY outbox_events_key_idx (event_type, partition_key, status)',
+        'DO 0')
+      FROM information_schema.STATISTICS
+     WHERE TABLE_SCHEMA = 'svc' AND TABLE_NAME = 'p_outbox_events' AND INDEX_NAME = 'outbox_events_key_idx');
+
+-- 0004_key_order.sql #01
+PREPARE oncebox_ddl FROM @oncebox_ddl;
+
+-- 0004_key_order.sql #02
+EXECUTE oncebox_ddl;
+
+-- 0004_key_order.sql #03
+DEALLOCATE PREPARE oncebox_ddl;
+
+-- 0004_key_order.sql #04
+-- on-failure: block holds a key behind a DLQ row of the publisher for an
+-- earlier event of it that waits for an operator.
+SET @oncebox_ddl = (SELECT IF(COUNT(*) = 0,
+        'ALTER TABLE svc.p_outbox_dlq_events ADD KEY outbox_dlq_events_key_idx (event_type, partition_key, event_id)',
+        'DO 0')
+      FROM information_schema.STATISTICS
+     WHERE TABLE_SCHEMA = 'svc' AND TABLE_NAME = 'p_outbox_dlq_events' AND INDEX_NAME = 'outbox_dlq_events_key_idx');
+
+-- 0004_key_order.sql #05
+PREPARE oncebox_ddl FROM @oncebox_ddl;
+
+-- 0004_key_order.sql #06
+EXECUTE oncebox_ddl;
+
+-- 0004_key_order.sql #07
+DEALLOCATE PREPARE oncebox_ddl;
+
 -- migrate
 DO RELEASE_LOCK(?);
 -- args: [oncebox-migrate-de8e1d6da168b80e]

@@ -28,6 +28,71 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?,
  WHERE id IN (?,?);
 -- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC host-1 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
+-- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
+SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+                        ORDER BY next_retry_at, id
+                        LIMIT ?) w
+            UNION
+            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
+                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
+                                GROUP BY event_type, partition_key
+                                LIMIT ?) g) cand
+      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
+       AND (c.partition_key IS NULL OR (
+           c.id = (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')))
+     ORDER BY c.next_retry_at, c.id
+ LIMIT ?;
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
+
+-- Claim by key, on-failure block 1/3: EventsClaimHeads
+SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+                        ORDER BY next_retry_at, id
+                        LIMIT ?) w
+            UNION
+            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
+                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
+                                GROUP BY event_type, partition_key
+                                LIMIT ?) g) cand
+      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
+       AND (c.partition_key IS NULL OR (
+           c.id = (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'PENDING'
+                        ORDER BY b.id LIMIT 1)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'FAILED' AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < c.id)))
+     ORDER BY c.next_retry_at, c.id
+ LIMIT ?;
+-- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
+
+-- Claim by key 2/3: EventsClaimLockHeads
+SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events
+ WHERE id IN (?,?) AND status = 'PENDING' AND next_retry_at <= ?
+ ORDER BY next_retry_at, id
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED;
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC 200]
+
 -- MarkProcessed: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = ?
  WHERE id IN (?,?) AND claim_token = ? AND status = 'IN_PROCESS';

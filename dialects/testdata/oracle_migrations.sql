@@ -203,3 +203,23 @@ EXCEPTION
 END;
 /
 
+-- 0004_key_order.sql #00
+BEGIN
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_events_key_idx
+    ON svc.p_outbox_events (event_type, partition_key, status, id)]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
+END;
+/
+
+-- 0004_key_order.sql #01
+BEGIN
+  EXECUTE IMMEDIATE q'[CREATE INDEX svc.p_outbox_dlq_events_key_idx
+    ON svc.p_outbox_dlq_events (event_type, partition_key, event_id)]';
+EXCEPTION
+  WHEN OTHERS THEN
+    IF SQLCODE NOT IN (-955, -1408) THEN RAISE; END IF;
+END;
+/
+

@@ -101,6 +101,88 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = S
 /
 -- args: [0x0F000000000000000000000000000000, 2026-11-30T12:00:00Z, "host-1", 2026-11-30T12:00:00Z, 0x01000000000000000000000000000000, 0x02000000000000000000000000000000]
 
+-- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
+WITH k (partition_key, n) AS (
+    SELECT (SELECT MIN(f.partition_key) FROM outbox_events f
+                        WHERE f.event_type = :1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL), 1 FROM DUAL
+  UNION ALL
+    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
+                        WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+      FROM k
+     WHERE k.partition_key IS NOT NULL AND k.n < :3
+)
+SELECT id FROM (SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
+                        ORDER BY next_retry_at, id)
+                        WHERE ROWNUM <= :6) w
+            UNION
+            SELECT (SELECT MIN(h.id) FROM outbox_events h
+                        WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
+       AND (c.partition_key IS NULL OR (
+           c.id = (SELECT MIN(b.id) FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'PENDING')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')))
+     ORDER BY c.next_retry_at, c.id)
+ WHERE ROWNUM <= :9
+/
+-- args: ["order-created", "order-created", 100, "order-created", 2026-11-30T12:00:00Z, 200, "order-created", 2026-11-30T12:00:00Z, 200]
+
+-- Claim by key, on-failure block 1/3: EventsClaimHeads
+WITH k (partition_key, n) AS (
+    SELECT (SELECT MIN(f.partition_key) FROM outbox_events f
+                        WHERE f.event_type = :1 AND f.status = 'PENDING' AND f.partition_key IS NOT NULL), 1 FROM DUAL
+  UNION ALL
+    SELECT (SELECT MIN(e.partition_key) FROM outbox_events e
+                        WHERE e.event_type = :2 AND e.status = 'PENDING' AND e.partition_key > k.partition_key), k.n + 1
+      FROM k
+     WHERE k.partition_key IS NOT NULL AND k.n < :3
+)
+SELECT id FROM (SELECT c.id
+      FROM (SELECT w.id FROM (SELECT id FROM (SELECT id FROM outbox_events
+                        WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
+                        ORDER BY next_retry_at, id)
+                        WHERE ROWNUM <= :6) w
+            UNION
+            SELECT (SELECT MIN(h.id) FROM outbox_events h
+                        WHERE h.event_type = :7 AND h.partition_key = k.partition_key AND h.status = 'PENDING')
+              FROM k WHERE k.partition_key IS NOT NULL) cand
+      JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= SYS_EXTRACT_UTC(:8)
+       AND (c.partition_key IS NULL OR (
+           c.id = (SELECT MIN(b.id) FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'PENDING')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'IN_PROCESS')
+       AND NOT EXISTS (SELECT 1 FROM outbox_events b
+                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
+                          AND b.status = 'FAILED' AND b.id < c.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < c.id)))
+     ORDER BY c.next_retry_at, c.id)
+ WHERE ROWNUM <= :9
+/
+-- args: ["order-created", "order-created", 100, "order-created", 2026-11-30T12:00:00Z, 200, "order-created", 2026-11-30T12:00:00Z, 200]
+
+-- Claim by key 2/3: EventsClaimLockHeads (cursor)
+SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at
+  FROM outbox_events
+ WHERE id IN (:1, :2) AND status = 'PENDING' AND next_retry_at <= SYS_EXTRACT_UTC(:3)
+ ORDER BY next_retry_at, id
+   FOR UPDATE SKIP LOCKED
+/
+-- args: [0x01000000000000000000000000000000, 0x02000000000000000000000000000000, 2026-11-30T12:00:00Z]
+
 -- MarkProcessed 1/2: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = SYS_EXTRACT_UTC(:1)
  WHERE id IN (:2, :3) AND claim_token = :4 AND status = 'IN_PROCESS'

@@ -129,3 +129,15 @@ CREATE TABLE svc.p_outbox_instances (
     heartbeat_at timestamptz  NOT NULL
 );
 
+-- 0004_key_order.sql #00
+CREATE INDEX p_outbox_events_key_idx
+    ON svc.p_outbox_events (event_type, partition_key, status, id)
+ WHERE partition_key IS NOT NULL AND status IN ('PENDING', 'IN_PROCESS', 'FAILED');
+
+-- 0004_key_order.sql #01
+-- on-failure: block holds a key behind a DLQ row of the publisher for an
+-- earlier event of it that waits for an operator.
+CREATE INDEX p_outbox_dlq_events_key_idx
+    ON svc.p_outbox_dlq_events (event_type, partition_key, event_id)
+ WHERE source = 'publisher' AND status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS');
+
