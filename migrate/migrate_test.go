@@ -53,8 +53,9 @@ func TestMigrateCreatesThePartialIndexes(t *testing.T) {
 	require.NoError(t, rows.Err())
 	// Migration 2 replaced outbox_events_pending_idx with outbox_events_due_idx
 	// (the same partial index, with id, for the claim's order).
-	require.Equal(t, []string{"outbox_dlq_events_message_uq", "outbox_events_due_idx", "outbox_events_failed_idx",
-		"outbox_events_in_process_idx", "outbox_events_processed_idx"}, idx)
+	// Migration 4 added the key indexes of per-key ordering (keyed rows only).
+	require.Equal(t, []string{"outbox_dlq_events_key_idx", "outbox_dlq_events_message_uq", "outbox_events_due_idx",
+		"outbox_events_failed_idx", "outbox_events_in_process_idx", "outbox_events_key_idx", "outbox_events_processed_idx"}, idx)
 }
 
 func TestMigrateCreatesTheSchema(t *testing.T) {
@@ -116,7 +117,7 @@ func TestStatements(t *testing.T) {
 
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {4, 0}} {
+	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {5, 0}} {
 		_, err := migrate.Statements(d, r[0], r[1])
 		require.ErrorIs(t, err, oncebox.ErrInvalidInput, "from %d to %d", r[0], r[1])
 		require.ErrorContains(t, err, "from "+strconv.Itoa(r[0]))
