@@ -96,7 +96,8 @@ var (
 // take a share of the database the drain is measured on).
 func pollerConfig(d dialects.Dialect, instance int, eventType string, s oncebox.EventSettings, hooks poller.Hooks) poller.Config {
 	return poller.Config{Dialect: d, EventTypes: []string{eventType}, InstanceID: fmt.Sprintf("bench-%d", instance),
-		Hooks: hooks, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Defaults: s, StrictEventTypes: true}}}
+		Hooks: hooks, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Defaults: s, StrictEventTypes: true,
+			Events: map[string]oncebox.EventSettings{eventType: {}}}}}
 }
 
 // startPollers runs one poller per configuration on db, publishing to out,
