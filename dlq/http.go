@@ -176,9 +176,9 @@ func BearerToken(token string) (func(*http.Request) error, error) {
 	}, nil
 }
 
-// Route is one endpoint of the REST handler: a method and a path relative
+// route is one endpoint of the REST handler: a method and a path relative
 // to the base path, in http.ServeMux (and OpenAPI) pattern syntax.
-type Route struct {
+type route struct {
 	// Method is the HTTP method, e.g. "GET".
 	Method string
 	// Path is relative to the base path, e.g. "/events/{id}".
@@ -187,8 +187,9 @@ type Route struct {
 	serve func(h *handler, w http.ResponseWriter, r *http.Request) error
 }
 
-// routes is the table the handler registers; Routes exposes it.
-var routes = []Route{
+// routes is the table the handler registers (the tests read it through
+// export_test.go and check it against the OpenAPI document).
+var routes = []route{
 	{http.MethodGet, "/events", (*handler).list},
 	{http.MethodPatch, "/events", (*handler).setStatusBulk},
 	{http.MethodDelete, "/events", (*handler).deleteBulk},
@@ -196,14 +197,6 @@ var routes = []Route{
 	{http.MethodGet, "/events/{id}", (*handler).get},
 	{http.MethodPatch, "/events/{id}", (*handler).setStatus},
 	{http.MethodDelete, "/events/{id}", (*handler).deleteOne},
-}
-
-// Routes returns the endpoints of the REST handler, their paths relative to
-// the base path; the OpenAPI document lists the same.
-func Routes() []Route {
-	out := make([]Route, len(routes))
-	copy(out, routes)
-	return out
 }
 
 // handler is the http.Handler NewHandler returns.

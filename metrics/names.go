@@ -9,7 +9,6 @@ package metrics
 
 import (
 	"errors"
-	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -52,7 +51,8 @@ const (
 )
 
 // names lists every metric name above; the registration code builds its
-// metrics from these constants and the dashboards test checks against it.
+// metrics from these constants and the dashboards test checks against it
+// (export_test.go).
 var names = []string{
 	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
@@ -62,14 +62,6 @@ var names = []string{
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,
 	NameOutboxEvents, NameOutboxOldestPendingAge, NameDLQEvents, NameBacklogRefreshErrors,
 	NameBacklogLastRefreshSuccess,
-}
-
-// Names returns the name of every metric this package can register, sorted.
-// Histograms are listed by their base name (without _bucket, _sum, _count).
-func Names() []string {
-	out := slices.Clone(names)
-	slices.Sort(out)
-	return out
 }
 
 // reuse registers c with reg and returns it, or returns the collector of
