@@ -555,19 +555,35 @@ func runClaimers(t *testing.T, e *dbtest.Env, level sql.IsolationLevel, total in
 					if err := tx.Commit(); err != nil {
 						return err
 					}
-					tx2, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: level})
-					if err != nil {
-						return err
+					// The claim is committed: a deadlocked mark is run again,
+					// as the relay's does (dialects/run.go), or its rows would
+					// stay IN_PROCESS (this harness runs no recovery).
+					for {
+						err := func() error {
+							tx2, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: level})
+							if err != nil {
+								return err
+							}
+							defer tx2.Rollback() //nolint:errcheck
+							m := d.EventsMarkProcessed(p.Token, got, time.Now().UTC())
+							res, err := tx2.ExecContext(ctx, m.SQL, m.Args...)
+							if err != nil {
+								return err
+							}
+							n, _ := res.RowsAffected()
+							if err := tx2.Commit(); err != nil {
+								return err
+							}
+							processed.Add(n)
+							return nil
+						}()
+						if mysqlErrNumber(err) != 1213 {
+							return err
+						}
+						mu.Lock()
+						st.deadlocks++
+						mu.Unlock()
 					}
-					defer tx2.Rollback() //nolint:errcheck
-					m := d.EventsMarkProcessed(p.Token, got, time.Now().UTC())
-					res, err := tx2.ExecContext(ctx, m.SQL, m.Args...)
-					if err != nil {
-						return err
-					}
-					n, _ := res.RowsAffected()
-					processed.Add(n)
-					return tx2.Commit()
 				}()
 				mu.Lock()
 				switch mysqlErrNumber(err) {
