@@ -117,7 +117,7 @@ func startPollers(ctx context.Context, db wsql.Beginner, out message.Publisher, 
 		return errors.Join(errs...)
 	}
 	for _, cfg := range configs {
-		p, err := poller.New(db, out, watermill.NopLogger{}, cfg)
+		p, err := poller.New(db, out, cfg, watermill.NopLogger{})
 		if err != nil {
 			return nil, errors.Join(err, stop())
 		}

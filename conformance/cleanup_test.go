@@ -115,7 +115,7 @@ func TestInboxCleanUpRunsOnOneInstanceUnderTheLease(t *testing.T) {
 		var mu sync.Mutex
 		var results []middleware.JobResult
 		for _, name := range []string{"A", "B"} {
-			c, err := middleware.NewInboxCleaner(s.Beginner, nil, middleware.InboxCleanerConfig{
+			c, err := middleware.NewInboxCleaner(s.Beginner, middleware.InboxCleanerConfig{
 				Dialect: s.Dialect, InstanceID: name, Clock: s.clock,
 				CleanUp: oncebox.CleanUpConfig{BatchSize: 10}, // several statements
 				OnRun: func(r middleware.JobResult) {
@@ -123,7 +123,7 @@ func TestInboxCleanUpRunsOnOneInstanceUnderTheLease(t *testing.T) {
 					results = append(results, r)
 					mu.Unlock()
 				},
-			})
+			}, nil)
 			require.NoError(t, err)
 			errc := make(chan error, 1)
 			go func() { errc <- c.Run(ctx) }()

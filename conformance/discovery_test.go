@@ -159,7 +159,7 @@ func TestRelayFailsFastWhenTheSchemaIsNotMigrated(t *testing.T) {
 		s := setup(t, tg)
 		empty := tg.NewEmpty(t)
 		run := func(e *dbtest.Env) error {
-			p, err := poller.New(e.Beginner, newRecorder(), nil, poller.Config{Dialect: e.Dialect})
+			p, err := poller.New(e.Beginner, newRecorder(), poller.Config{Dialect: e.Dialect}, nil)
 			require.NoError(t, err, "New does no I/O")
 			errc := make(chan error, 1)
 			go func() { errc <- p.Run(t.Context()) }()

@@ -110,7 +110,7 @@ func TestClosedInstanceDeletesItsHeartbeat(t *testing.T) {
 		}
 		cfg := s.pollerConfig("order-created")
 		cfg.InstanceID = "slow"
-		p, err := poller.New(s.Beginner, slow, nil, cfg)
+		p, err := poller.New(s.Beginner, slow, cfg, nil)
 		require.NoError(t, err)
 		errc := make(chan error, 1)
 		go func() { errc <- p.Run(context.Background()) }()

@@ -130,7 +130,7 @@ func (s *suite) startPollerLogged(t *testing.T, db wsql.Beginner, pub message.Pu
 	if db == nil {
 		db = s.Beginner
 	}
-	p, err := poller.New(db, pub, logger, cfg)
+	p, err := poller.New(db, pub, cfg, logger)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

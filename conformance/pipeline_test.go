@@ -96,7 +96,7 @@ func TestCloseWithTwoBatchesInFlightReleasesBoth(t *testing.T) {
 		cfg := s.pollerConfig("order-created")
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 10
 		cfg.CloseTimeout = 200 * time.Millisecond
-		p, err := poller.New(s.Beginner, pub, nil, cfg)
+		p, err := poller.New(s.Beginner, pub, cfg, nil)
 		require.NoError(t, err)
 		errc := make(chan error, 1)
 		go func() { errc <- p.Run(context.Background()) }()

@@ -455,7 +455,7 @@ func TestCloseTimeoutReleasesTheBatchWithoutAnAttempt(t *testing.T) {
 		}
 		cfg := s.pollerConfig("order-created")
 		cfg.CloseTimeout = 50 * time.Millisecond
-		p, err := poller.New(s.Beginner, rec, nil, cfg)
+		p, err := poller.New(s.Beginner, rec, cfg, nil)
 		require.NoError(t, err)
 		errc := make(chan error, 1)
 		go func() { errc <- p.Run(context.Background()) }()

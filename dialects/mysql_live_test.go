@@ -456,7 +456,7 @@ func TestMySQLFourPollersDeliverEveryEventOnce(t *testing.T) {
 		cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: time.Millisecond,
 			MaxFixedDelay: 20 * time.Millisecond, Multiplier: 2}
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 50
-		p, err := poller.New(e.Beginner, rec, logger, cfg)
+		p, err := poller.New(e.Beginner, rec, cfg, logger)
 		require.NoError(t, err)
 		go func() { errc <- p.Run(context.Background()) }()
 		<-p.Running()
@@ -671,7 +671,7 @@ func TestMySQLRelayWithoutParseTimeFailsAtStart(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	p, err := poller.New(wsql.BeginnerFromStdSQL(db), &recordingPublisher{},
-		nil, poller.Config{Dialect: e.Dialect})
+		poller.Config{Dialect: e.Dialect}, nil)
 	require.NoError(t, err)
 	err = p.Run(context.Background())
 	require.ErrorContains(t, err, "parseTime=true")
@@ -779,7 +779,7 @@ func TestMySQLFourPollersFailToTheDLQAndRetryFromIt(t *testing.T) {
 		cfg.Oncebox.Outbox.Defaults.Backoff.Enabled = &off
 		cfg.Oncebox.Outbox.DLQ.Enabled = true
 		cfg.JobBatchSize = 100
-		p, err := poller.New(e.Beginner, pub, logger, cfg)
+		p, err := poller.New(e.Beginner, pub, cfg, logger)
 		require.NoError(t, err)
 		go func() { errc <- p.Run(context.Background()) }()
 		<-p.Running()

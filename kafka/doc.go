@@ -7,7 +7,7 @@
 // The relay:
 //
 //	pub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers}, logger)
-//	p, err := poller.New(db, pub, logger, poller.Config{Dialect: pg, Oncebox: cfg})
+//	p, err := poller.New(db, pub, poller.Config{Dialect: pg, Oncebox: cfg}, logger)
 //
 // The consuming service, with watermill-kafka's subscriber and the inbox:
 //

@@ -91,10 +91,10 @@ func TestRelayStartsDuringAnOutage(t *testing.T) {
 		Events: map[string]oncebox.EventSettings{"order-created": {Topic: "orders"}},
 	}}
 	hooks := &pollertest.Hooks{}
-	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{
+	p, err := poller.New(s.Beginner, pub, poller.Config{
 		Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
 		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2},
-	})
+	}, watermill.NopLogger{})
 	require.NoError(t, err, "the relay starts while the cluster is down")
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -60,7 +60,7 @@ func TestRelayThroughThePollerToKafka(t *testing.T) {
 	msgs := commitEvents(t, s, cfg, 120, "n")
 
 	hooks := &pollertest.Hooks{}
-	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks})
+	p, err := poller.New(s.Beginner, pub, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks}, watermill.NopLogger{})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

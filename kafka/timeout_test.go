@@ -25,7 +25,7 @@ func newRelay(t *testing.T, pub *kafka.Publisher) error {
 	t.Cleanup(pool.Close)
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	_, err = poller.New(wsql.BeginnerFromPgx(pool), pub, nil, poller.Config{Dialect: d, EventTypes: []string{"a"}})
+	_, err = poller.New(wsql.BeginnerFromPgx(pool), pub, poller.Config{Dialect: d, EventTypes: []string{"a"}}, nil)
 	return err
 }
 

@@ -79,8 +79,8 @@ func TestWatermillKafkaPublisherOutageCountsNoAttempt(t *testing.T) {
 	msgs := commitEvents(t, s, cfg, 5, "n")
 
 	hooks := &pollertest.Hooks{}
-	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
-		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}})
+	p, err := poller.New(s.Beginner, pub, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: hooks,
+		OutageBackoff: poller.Schedule{Min: 50 * time.Millisecond, Max: 500 * time.Millisecond, Multiplier: 2}}, watermill.NopLogger{})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

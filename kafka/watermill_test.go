@@ -38,8 +38,8 @@ func relayThroughWatermillKafka(t *testing.T, cfg kafkawm.PublisherConfig) ([]*m
 		Events: map[string]oncebox.EventSettings{"order-created": {Topic: "orders"}},
 	}}
 	msgs := commitEvents(t, s, ocfg, 29, "n")
-	p, err := poller.New(s.Beginner, pub, watermill.NopLogger{}, poller.Config{
-		Dialect: s.Dialect, Oncebox: ocfg, IsUnavailable: kafka.IsUnavailable})
+	p, err := poller.New(s.Beginner, pub, poller.Config{
+		Dialect: s.Dialect, Oncebox: ocfg, IsUnavailable: kafka.IsUnavailable}, watermill.NopLogger{})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()
@@ -172,7 +172,7 @@ func TestRelayWarnsWhenWatermillKafkaPublisherDropsKeys(t *testing.T) {
 			OverwriteSaramaConfig: kafka.RecommendedSaramaConfig()}, watermill.NopLogger{})
 		require.NoError(t, err)
 		logger := watermill.NewCaptureLogger()
-		_, err = poller.New(s.Beginner, pub, logger, poller.Config{Dialect: s.Dialect})
+		_, err = poller.New(s.Beginner, pub, poller.Config{Dialect: s.Dialect}, logger)
 		require.NoError(t, err)
 		warned := false
 		for _, m := range logger.Captured()[watermill.InfoLogLevel] {

@@ -65,7 +65,7 @@ func TestMetricsAcrossPublishRelayConsumeDuplicateFailureDLQ(t *testing.T) {
 	kpub, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: brokers}, watermill.NopLogger{})
 	require.NoError(t, err)
 	defer kpub.Close()
-	relay, err := poller.New(s.Beginner, kpub, nil, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: relayHooks})
+	relay, err := poller.New(s.Beginner, kpub, poller.Config{Dialect: s.Dialect, Oncebox: cfg, Hooks: relayHooks}, nil)
 	require.NoError(t, err)
 
 	sub, err := kafkawm.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "metrics-e2e"), watermill.NopLogger{})

@@ -124,8 +124,8 @@ func TestInboxCleanerOnRunWithARealCleaner(t *testing.T) {
 		_, err := s.Pool.Exec(context.Background(), q.SQL, q.Args...)
 		require.NoError(t, err)
 	}
-	c, err := middleware.NewInboxCleaner(s.Beginner, nil, middleware.InboxCleanerConfig{Dialect: s.Dialect,
-		Schedule: middleware.Schedule{Min: time.Millisecond, Max: 10 * time.Millisecond, Multiplier: 2}, OnRun: h.OnCleanerRun})
+	c, err := middleware.NewInboxCleaner(s.Beginner, middleware.InboxCleanerConfig{Dialect: s.Dialect,
+		Schedule: middleware.Schedule{Min: time.Millisecond, Max: 10 * time.Millisecond, Multiplier: 2}, OnRun: h.OnCleanerRun}, nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- c.Run(context.Background()) }()

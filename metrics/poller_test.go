@@ -29,7 +29,7 @@ func TestPollerHooksAcrossARealRun(t *testing.T) {
 	zero := 0
 	cfg.Oncebox.Outbox.Defaults.MaxRetries = &zero
 	cfg.Oncebox.Outbox.DLQ.Enabled = true
-	p, err := poller.New(s.Beginner, rec, nil, cfg)
+	p, err := poller.New(s.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -109,7 +109,7 @@ func (c InboxCleanerConfig) Validate() error {
 }
 
 // NewInboxCleaner returns an InboxCleaner over db, a pool.
-func NewInboxCleaner(db wsql.Beginner, logger watermill.LoggerAdapter, config InboxCleanerConfig) (*InboxCleaner, error) {
+func NewInboxCleaner(db wsql.Beginner, config InboxCleanerConfig, logger watermill.LoggerAdapter) (*InboxCleaner, error) {
 	var errs []error
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))

@@ -14,11 +14,11 @@ import (
 func TestNewInboxCleanerValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := middleware.NewInboxCleaner(nil, nil, middleware.InboxCleanerConfig{})
+	_, err := middleware.NewInboxCleaner(nil, middleware.InboxCleanerConfig{}, nil)
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "db is nil")
-	_, err = middleware.NewInboxCleaner(b.schema.Beginner, nil, middleware.InboxCleanerConfig{Dialect: b.schema.Dialect,
-		CleanUp: oncebox.CleanUpConfig{TTL: -time.Hour}})
+	_, err = middleware.NewInboxCleaner(b.schema.Beginner, middleware.InboxCleanerConfig{Dialect: b.schema.Dialect,
+		CleanUp: oncebox.CleanUpConfig{TTL: -time.Hour}}, nil)
 	require.ErrorContains(t, err, "inbox.clean-up.ttl must be > 0")
 }
 
@@ -28,8 +28,8 @@ func TestInboxCleanerClosedBeforeRunReturnsErrClosedAndRunningIsClosed(t *testin
 	t.Parallel()
 	b := setup(t)
 	runs := 0
-	c, err := middleware.NewInboxCleaner(b.schema.Beginner, nil, middleware.InboxCleanerConfig{Dialect: b.schema.Dialect,
-		OnRun: func(middleware.JobResult) { runs++ }})
+	c, err := middleware.NewInboxCleaner(b.schema.Beginner, middleware.InboxCleanerConfig{Dialect: b.schema.Dialect,
+		OnRun: func(middleware.JobResult) { runs++ }}, nil)
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	errc := make(chan error, 1)

@@ -39,7 +39,7 @@ func Drain(ctx context.Context, db wsql.Beginner, d dialects.Dialect, pub messag
 		}
 		cfg.Oncebox.Outbox.StrictEventTypes = true
 	}
-	p, err := poller.New(db, pub, nil, cfg)
+	p, err := poller.New(db, pub, cfg, nil)
 	if err != nil {
 		return 0, fmt.Errorf("oncetest.Drain: %w", err)
 	}

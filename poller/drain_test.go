@@ -21,7 +21,7 @@ func TestDrainSendsEveryDueEventOfConfiguredAndDiscoveredTypes(t *testing.T) {
 	rec := newRecorder()
 	h := &hooks{}
 	cfg := poller.Config{Dialect: b.schema.Dialect, Clock: b.clock, EventTypes: []string{"order-created"}, Hooks: h}
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 
 	sent, err := p.Drain(context.Background())
@@ -46,7 +46,7 @@ func TestDrainReportsRefusedEventsAndCountsTheirAttempt(t *testing.T) {
 	ids := b.publish(t, b.clock, "order-created", 1)
 	rec := newRecorder()
 	rec.fn = func(string, []*message.Message) error { return errors.New("record too large") }
-	p, err := poller.New(b.schema.Beginner, rec, nil, b.config("order-created"))
+	p, err := poller.New(b.schema.Beginner, rec, b.config("order-created"), nil)
 	require.NoError(t, err)
 
 	sent, err := p.Drain(context.Background())
@@ -63,7 +63,7 @@ func TestDrainStopsWhenTheBrokerIsUnavailable(t *testing.T) {
 	b.publish(t, b.clock, "order-created", 2)
 	rec := newRecorder()
 	rec.fn = func(string, []*message.Message) error { return fmt.Errorf("dial: %w", oncebox.ErrBrokerUnavailable) }
-	p, err := poller.New(b.schema.Beginner, rec, nil, b.config("order-created"))
+	p, err := poller.New(b.schema.Beginner, rec, b.config("order-created"), nil)
 	require.NoError(t, err)
 
 	sent, err := p.Drain(context.Background())
@@ -77,7 +77,7 @@ func TestDrainStopsWhenTheBrokerIsUnavailable(t *testing.T) {
 func TestDrainAfterCloseIsErrClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	p, err := poller.New(b.schema.Beginner, newRecorder(), nil, b.config("order-created"))
+	p, err := poller.New(b.schema.Beginner, newRecorder(), b.config("order-created"), nil)
 	require.NoError(t, err)
 	require.NoError(t, p.Close())
 	_, err = p.Drain(context.Background())

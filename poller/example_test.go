@@ -60,7 +60,7 @@ func Example() {
 	}
 
 	// The relay delivers it.
-	p, err := poller.New(wsql.BeginnerFromPgx(pool), broker, watermill.NopLogger{}, poller.Config{Dialect: pg, Oncebox: cfg})
+	p, err := poller.New(wsql.BeginnerFromPgx(pool), broker, poller.Config{Dialect: pg, Oncebox: cfg}, watermill.NopLogger{})
 	if err != nil {
 		panic(err)
 	}

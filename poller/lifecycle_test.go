@@ -17,7 +17,7 @@ func TestRunningIsClosedWhenRunReturnsEarly(t *testing.T) {
 	t.Run("Close before Run", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		p, err := poller.New(b.schema.Beginner, newRecorder(), nil, b.config("order-created"))
+		p, err := poller.New(b.schema.Beginner, newRecorder(), b.config("order-created"), nil)
 		require.NoError(t, err)
 		require.NoError(t, p.Close())
 		errc := make(chan error, 1)
@@ -28,7 +28,7 @@ func TestRunningIsClosedWhenRunReturnsEarly(t *testing.T) {
 	t.Run("schema not migrated", func(t *testing.T) {
 		t.Parallel()
 		s := pgtest.NewEmptySchema(t)
-		p, err := poller.New(s.Beginner, newRecorder(), nil, poller.Config{Dialect: s.Dialect})
+		p, err := poller.New(s.Beginner, newRecorder(), poller.Config{Dialect: s.Dialect}, nil)
 		require.NoError(t, err)
 		errc := make(chan error, 1)
 		go func() { errc <- p.Run(context.Background()) }()

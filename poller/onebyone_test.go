@@ -74,7 +74,7 @@ func TestPlainPublisherPoisonMessageEndsFailedWhileItsBatchIsDelivered(t *testin
 	cfg := b.config("order-created")
 	cfg.Oncebox.Outbox.Defaults.MaxRetries = oncebox.Int(1)
 	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, pub, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, pub, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 
@@ -126,7 +126,7 @@ func TestPlainPublisherUnknownOutageCountsOneAttemptPerBatch(t *testing.T) {
 	h := &hooks{}
 	cfg := b.config("order-created")
 	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, pub, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, pub, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 

@@ -25,7 +25,7 @@ func TestPollLoopPacingOverAnIdleHour(t *testing.T) {
 	cfg.Oncebox.Outbox.StrictEventTypes = true
 	cfg.Hooks = h
 	cfg.Oncebox.Outbox.Defaults.BatchSize = 5
-	p, err := poller.New(b.schema.Beginner, newRecorder(), nil, cfg)
+	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, nil)
 	require.NoError(t, err)
 	trace.Reset()
 	start(t, p)

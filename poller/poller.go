@@ -52,7 +52,7 @@ type Poller struct {
 // publisherOut. db is a pool, not a transaction: wrap a pgx pool with
 // sql.BeginnerFromPgx or a *sql.DB with sql.BeginnerFromStdSQL. Errors name
 // the configuration field at fault.
-func New(db wsql.Beginner, publisherOut message.Publisher, logger watermill.LoggerAdapter, config Config) (*Poller, error) {
+func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger watermill.LoggerAdapter) (*Poller, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: poller: db is nil", oncebox.ErrInvalidConfig)
 	}

@@ -41,7 +41,7 @@ func TestPublisherPanicIsAFailedSendNotACrash(t *testing.T) {
 	h := &hooks{}
 	cfg := b.config("order-created")
 	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 	// The call of two messages panics, then the first alone: it counts an
@@ -66,7 +66,7 @@ func TestCloseFinishesTheBatchInFlight(t *testing.T) {
 	}
 	cfg := b.config("order-created")
 	cfg.CloseTimeout = time.Minute
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()
@@ -127,13 +127,13 @@ func TestNewValidatesItsArguments(t *testing.T) {
 		}(), "outbox.defaults.batch-size"},
 	}
 	for name, c := range cases {
-		_, err := poller.New(c.db, c.pub, nil, c.cfg)
+		_, err := poller.New(c.db, c.pub, c.cfg, nil)
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, name)
 		require.ErrorContains(t, err, c.want, name)
 	}
 	// No event types at all is a relay of whatever is published, as the
 	// forwarder is.
-	_, err = poller.New(b.schema.Beginner, rec, nil, b.config())
+	_, err = poller.New(b.schema.Beginner, rec, b.config(), nil)
 	require.NoError(t, err)
 }
 
@@ -152,7 +152,7 @@ func TestPollerOverDatabaseSQL(t *testing.T) {
 		" SET payload = 'poison' WHERE id = (SELECT id FROM "+events+" ORDER BY id LIMIT 1)")
 	require.NoError(t, err)
 	rec := batchRecorder{newRecorder()}
-	p, err := poller.New(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), rec, nil, b.config("order-created"))
+	p, err := poller.New(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), rec, b.config("order-created"), nil)
 	require.NoError(t, err)
 	start(t, p)
 	eventually(t, "two PROCESSED, one retried", func() bool {

@@ -98,7 +98,7 @@ func TestWakeOnCommitRelaysWhileTheLoopSleeps(t *testing.T) {
 	b := setup(t)
 	h := &wakeHooks{}
 	rec := newRecorder()
-	p, err := poller.New(b.schema.Beginner, rec, nil, b.strictConfig(h, "order-created"))
+	p, err := poller.New(b.schema.Beginner, rec, b.strictConfig(h, "order-created"), nil)
 	require.NoError(t, err)
 	start(t, p)
 	settled(t, b, h, "order-created", 3) // the loop, recovery, clean-up
@@ -119,7 +119,7 @@ func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
 	cfg := b.config() // discovers every type besides its own
 	cfg.EventTypes = []string{"order-created"}
 	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 	eventually(t, "listener up, first polls done", func() bool {
@@ -148,7 +148,7 @@ func TestRolledBackNotificationWakesNothingAndTheSkippedOneWaitsOneDelay(t *test
 	b := setup(t)
 	h := &wakeHooks{}
 	rec := newRecorder()
-	p, err := poller.New(b.schema.Beginner, rec, nil, b.strictConfig(h, "order-created"))
+	p, err := poller.New(b.schema.Beginner, rec, b.strictConfig(h, "order-created"), nil)
 	require.NoError(t, err)
 	start(t, p)
 	settled(t, b, h, "order-created", 3)
@@ -219,7 +219,7 @@ func TestListenerReconnectsAfterTerminateBackend(t *testing.T) {
 	gl := &gatedListener{Listener: poller.PgxListener(b.schema.Pool), gate: make(chan struct{})}
 	cfg.Listener = gl
 	cfg.ListenerBackoff = poller.Schedule{Min: time.Millisecond, Max: time.Millisecond, Multiplier: 1}
-	p, err := poller.New(b.schema.Beginner, rec, nil, cfg)
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 	settled(t, b, h, "order-created", 3)
@@ -253,9 +253,9 @@ func TestTwoServicesDoNotWakeEachOther(t *testing.T) {
 	t.Parallel()
 	a, c := setup(t), setup(t)
 	ha, hc := &wakeHooks{}, &wakeHooks{}
-	pa, err := poller.New(a.schema.Beginner, newRecorder(), nil, a.strictConfig(ha, "order-created"))
+	pa, err := poller.New(a.schema.Beginner, newRecorder(), a.strictConfig(ha, "order-created"), nil)
 	require.NoError(t, err)
-	pc, err := poller.New(c.schema.Beginner, newRecorder(), nil, c.strictConfig(hc, "order-created"))
+	pc, err := poller.New(c.schema.Beginner, newRecorder(), c.strictConfig(hc, "order-created"), nil)
 	require.NoError(t, err)
 	start(t, pa)
 	start(t, pc)
@@ -285,7 +285,7 @@ func TestNoListenerOverDatabaseSQL(t *testing.T) {
 	b := setup(t)
 	h := &wakeHooks{}
 	rec := newRecorder()
-	p, err := poller.New(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), rec, nil, b.strictConfig(h, "order-created"))
+	p, err := poller.New(wsql.BeginnerFromStdSQL(b.schema.StdDB(t)), rec, b.strictConfig(h, "order-created"), nil)
 	require.NoError(t, err)
 	start(t, p)
 	eventually(t, "first poll", func() bool { return h.pollsOf("order-created") == 1 })

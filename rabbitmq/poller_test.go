@@ -76,7 +76,7 @@ func TestPollerRetriesAnUnroutableEventThenMovesItToTheDLQ(t *testing.T) {
 	cfg := poller.Config{Dialect: schema.Dialect, EventTypes: []string{routed, lost}, Clock: clock, Hooks: h,
 		HeartbeatTimeout: 2 * time.Minute}
 	cfg.Oncebox.Outbox.DLQ.Enabled = true
-	p, err := poller.New(schema.Beginner, pub, nil, cfg)
+	p, err := poller.New(schema.Beginner, pub, cfg, nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx) }()

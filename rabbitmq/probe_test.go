@@ -58,7 +58,7 @@ func TestRelayRefusesAConfirmTimeoutAboveMaxBatchProcessingTime(t *testing.T) {
 	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	relay := func(pub *rabbitmq.Publisher) error {
-		_, err := poller.New(wsql.BeginnerFromPgx(pool), pub, nil, poller.Config{Dialect: d, EventTypes: []string{"a"}})
+		_, err := poller.New(wsql.BeginnerFromPgx(pool), pub, poller.Config{Dialect: d, EventTypes: []string{"a"}}, nil)
 		return err
 	}
 	require.NoError(t, relay(newPublisher(t, rabbitmq.PublisherConfig{})), "defaults: 10s + 30s")

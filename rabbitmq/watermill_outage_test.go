@@ -82,7 +82,7 @@ func TestWatermillAMQPPublisherOutageCountsNoAttempt(t *testing.T) {
 	cfg.Oncebox.Outbox.Defaults.MaxRetries = oncebox.Int(1)
 	cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: 5 * time.Millisecond,
 		MaxFixedDelay: 50 * time.Millisecond, Multiplier: 2}
-	p, err := poller.New(schema.Beginner, pub, nil, cfg)
+	p, err := poller.New(schema.Beginner, pub, cfg, nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx) }()

@@ -169,7 +169,7 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 		rc := o.relayConfig
 		rc.Dialect, rc.Oncebox, rc.Hooks, rc.Clock = d, cfg, o.hooks.Poller, o.clock
 		rc.TracerProvider, rc.Propagator = o.tracerProvider, o.propagator
-		if s.relay, err = poller.New(s.db, o.relay, logger, rc); err != nil {
+		if s.relay, err = poller.New(s.db, o.relay, rc, logger); err != nil {
 			return err
 		}
 	}
@@ -197,8 +197,8 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 		Retry: cfg.Inbox.Retry}, logger); err != nil {
 		return err
 	}
-	s.cleaner, err = middleware.NewInboxCleaner(s.db, logger, middleware.InboxCleanerConfig{Dialect: d,
-		CleanUp: cfg.Inbox.CleanUp, Clock: o.clock, OnRun: o.hooks.OnInboxCleanUp})
+	s.cleaner, err = middleware.NewInboxCleaner(s.db, middleware.InboxCleanerConfig{Dialect: d,
+		CleanUp: cfg.Inbox.CleanUp, Clock: o.clock, OnRun: o.hooks.OnInboxCleanUp}, logger)
 	return err
 }
 

@@ -64,14 +64,14 @@ func startOutbox(t *testing.T, relayOut message.Publisher) *outbox {
 	// queue behind the relay.
 	s := pgtest.NewSchema(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
 	cfg := suiteOnceboxConfig()
-	p, err := poller.New(s.Beginner, relayOut, errorLogger{}, poller.Config{
+	p, err := poller.New(s.Beginner, relayOut, poller.Config{
 		Dialect: s.Dialect,
 		Oncebox: cfg,
 		// The suite runs a dozen tests in parallel, each on its own topics,
 		// so a dozen discovered loops or more poll at once; the default
 		// (2 + 1 without configured types) would serialise them.
 		MaxConcurrentQueries: 8,
-	})
+	}, errorLogger{})
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -69,7 +69,7 @@ func TestRelaySpanLinksProducersAndRecordsFailure(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer func() { _ = tp.Shutdown(ctx) }()
 	rec := &refusingPublisher{sent: map[string]bool{}}
-	p, err := poller.New(schema.Beginner, rec, nil, relayConfig(schema, tp, propagation.TraceContext{}))
+	p, err := poller.New(schema.Beginner, rec, relayConfig(schema, tp, propagation.TraceContext{}), nil)
 	require.NoError(t, err)
 	pollertest.Start(t, p)
 	pollertest.Eventually(t, "a send span", func() bool { return len(exp.GetSpans()) > 0 })

@@ -89,7 +89,7 @@ func TestOneTraceFromRequestToHandler(t *testing.T) {
 	}}
 
 	// The relay, on the real clock with short delays.
-	p, err := poller.New(wsql.BeginnerFromPgx(schema.Pool), out, nil, relayConfig(schema, tp, prop))
+	p, err := poller.New(wsql.BeginnerFromPgx(schema.Pool), out, relayConfig(schema, tp, prop), nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(ctx) }()

@@ -298,8 +298,8 @@ func (a *app) runRelay(ctx context.Context) (stop func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	relay, err := poller.New(sql.BeginnerFromStdSQL(a.db), kafkaPublisher, a.logger,
-		poller.Config{Dialect: a.dialect, Oncebox: a.cfg})
+	relay, err := poller.New(sql.BeginnerFromStdSQL(a.db), kafkaPublisher,
+		poller.Config{Dialect: a.dialect, Oncebox: a.cfg}, a.logger)
 	if err != nil {
 		return nil, errors.Join(err, kafkaPublisher.Close())
 	}
