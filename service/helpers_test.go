@@ -162,15 +162,6 @@ func (b *bundle) eventually(t *testing.T, what string, step time.Duration, cond 
 	}, time.Minute, 10*time.Millisecond, what)
 }
 
-// never fails if cond holds within d. Unlike require.Never it checks in the
-// test's goroutine, so no check outlives the test and its schema.
-func never(t *testing.T, cond func() bool, d time.Duration, what string) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		require.False(t, cond(), what)
-	}
-}
-
 func dlqFilterConsumer() dlq.Filter { return dlq.Filter{Source: oncebox.DLQSourceConsumer} }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

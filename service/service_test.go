@@ -121,7 +121,7 @@ func TestDLQRetryRunsInAConsumerOnlyService(t *testing.T) {
 		require.Equal(t, 1, n)
 		b.eventually(t, "the retried message handled", time.Minute, func() bool { return e.count(t, key) == 1 })
 		require.Equal(t, 0, b.Count(t, b.Tables.DLQ, ""), "the row left the DLQ")
-		never(t, func() bool { return e.count(t, key) > 1 }, 200*time.Millisecond, "handled twice")
+		dbtest.Never(t, func() bool { return e.count(t, key) > 1 }, 200*time.Millisecond, "handled twice")
 	})
 }
 

@@ -258,3 +258,14 @@ func randomSuffix(t testing.TB) string {
 
 // Describe names the target and its server for failure messages.
 func (tg Target) Describe() string { return fmt.Sprintf("%s at %s", tg.Name, tg.DSN) }
+
+// Never fails t if cond holds within d, checking every 20ms. Unlike
+// require.Never it checks in the test's goroutine, so no check of a
+// database outlives the test and its schema (require.Never's condition
+// goroutine can, and then fails on a dropped table).
+func Never(t testing.TB, cond func() bool, d time.Duration, what string) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		require.False(t, cond(), what)
+	}
+}
