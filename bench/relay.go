@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"strings"
 	"time"
 
@@ -331,6 +332,14 @@ func dialectClaimAndMark(db wsql.Beginner) func(ctx context.Context, d dialects.
 // until the Sent hook has counted every event, then checks that every row is
 // PROCESSED and that the publisher got each event once.
 func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+	return drainPollersWith(instances, s, false)
+}
+
+// drainPollersWith is drainPollers whose no-op publisher, with keepsOrder,
+// says it keeps a key's order within one call (poller.KeyOrderKeeper, as
+// the kafka package's publisher does): an ordered type's claims then take
+// several events of a key.
+func drainPollersWith(instances int, s oncebox.EventSettings, keepsOrder bool) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
 	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
 		d, err := r.fresh(ctx)
 		if err != nil {
@@ -340,13 +349,17 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 			return 0, err
 		}
 		out := newSink(n, nil)
+		var pub message.Publisher = out
+		if keepsOrder {
+			pub = orderKeepingSink{out}
+		}
 		hooks := sentHooks{sent: newCountdown(n)}
 		configs := make([]poller.Config, instances)
 		for i := range configs {
 			configs[i] = pollerConfig(d, i, relayEventType, s, hooks)
 		}
 		start := r.startClock()
-		stop, err := startPollers(ctx, r.db, out, configs...)
+		stop, err := startPollers(ctx, r.db, pub, configs...)
 		if err != nil {
 			return 0, err
 		}

@@ -82,3 +82,11 @@ type sentHooks struct {
 
 // Sent implements poller.Hooks.
 func (h sentHooks) Sent(_ string, ids []oncebox.EventID) { h.sent.add(len(ids)) }
+
+// orderKeepingSink is a sink that says it keeps a key's order within one
+// call (poller.KeyOrderKeeper), as the kafka package's publisher does
+// with its recommended config.
+type orderKeepingSink struct{ *sink }
+
+// KeepsKeyOrder implements poller.KeyOrderKeeper.
+func (orderKeepingSink) KeepsKeyOrder() bool { return true }

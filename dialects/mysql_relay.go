@@ -60,40 +60,38 @@ func (d *MySQL) EventsClaimProbe(p ClaimParams) Query {
 	}
 }
 
-// EventsClaimHeads is the first statement of an ordered claim (p.ByKey):
-// a plain read, without locks, of up to limit ids of due PENDING rows of
-// the type that are the head of their key, among the bounded candidates of
-// keyHeads, in (next_retry_at, id) order. Not a locking read: inside
-// SELECT … FOR UPDATE SKIP LOCKED, InnoDB reads a probe that the optimizer
-// turns into a join (MySQL 8's antijoin) with locks, so a head another
-// claimer has locked but not yet flipped would be skipped and its
-// successor would look like a head (docs/ordering.md). Read here, a head
-// locked by another claimer is still PENDING in the committed state, and
-// holds its key. Indexes: (status, event_type, next_retry_at) for the
-// window, (event_type, partition_key, status) (migration 4) for the keys
-// and the probes.
-func (d *MySQL) EventsClaimHeads(p ClaimParams, limit int) Query {
+// EventsClaimCandidates is the first statement of an ordered claim
+// (p.ByKey): a plain read, without locks, of the candidates of
+// orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
+// id) order. Not a locking read: inside SELECT … FOR UPDATE SKIP LOCKED,
+// InnoDB reads a probe that the optimizer turns into a join (MySQL 8's
+// antijoin) with locks, so a row another claimer has locked but not yet
+// flipped would be skipped and its successor would look like the first
+// of its key (docs/ordering.md). Read here, a row locked by another
+// claimer is still PENDING in the committed state and stops its key. One
+// statement, so one snapshot for the window, the busy keys and the stops.
+// It doubles as the idle probe. Indexes: (status, event_type,
+// next_retry_at) for the window and the busy keys, (event_type,
+// partition_key, status) (migration 4) for the stop probes.
+func (d *MySQL) EventsClaimCandidates(p ClaimParams) Query {
 	var b questionBinder
-	keys, body := keyHeads(d.tables, &b, p, limitClause)
-	_ = keys // MySQL jumps from key to key with a loose index scan, not a CTE
-	return Query{SQL: body + "\n LIMIT " + b.p(limit), Args: b.args}
+	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "")
+	return Query{SQL: "WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id", Args: b.args}
 }
 
-// EventsClaimLockHeads is the second statement of an ordered claim: lock,
-// in (next_retry_at, id) order, up to Limit of the heads EventsClaimHeads
-// found, skipping those another claimer holds, re-checking on each row's
-// latest committed version (a locking read) that it is still PENDING and
-// due. A head is claimed only by locking its own row, so two claimers that
-// found the same head race for one lock; one that loses skips it, and its
-// successor was not among its candidates. Primary key lookups.
-func (d *MySQL) EventsClaimLockHeads(p ClaimParams, ids []oncebox.EventID) Query {
+// EventsClaimLockCandidates is the second statement of an ordered claim:
+// lock the candidates EventsClaimCandidates found, skipping those another
+// claimer holds, re-checking on each row's latest committed version (a
+// locking read) that it is still PENDING and due. Claim keeps a locked row
+// only when every candidate of its key before it was locked too
+// (keepKeyPrefixes). Primary key lookups.
+func (d *MySQL) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	return Query{
 		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
  WHERE id IN ` + inList(len(ids)) + ` AND status = 'PENDING' AND next_retry_at <= ?
  ORDER BY next_retry_at, id
- LIMIT ?
    FOR UPDATE SKIP LOCKED`,
-		Args: append(d.ids(ids), mysqlTime(p.Now), p.Limit),
+		Args: append(d.ids(ids), mysqlTime(p.Now)),
 	}
 }
 
@@ -101,18 +99,19 @@ func (d *MySQL) EventsClaimLockHeads(p ClaimParams, ids []oncebox.EventID) Query
 // READ COMMITTED transaction, committed before it returns. An idle poll
 // stops at EventsClaimProbe: one plain read instead of the transaction's
 // four round trips (SET TRANSACTION, START TRANSACTION, SELECT, COMMIT).
-// Ordered (p.ByKey), EventsClaimHeads takes the probe's place and
-// EventsClaimLockHeads the select's.
+// Ordered (p.ByKey), EventsClaimCandidates takes the probe's place,
+// EventsClaimLockCandidates the select's, and the rows come in id order.
 func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
 	lock := d.EventsClaimSelect(p)
+	var cands []candidate
 	if p.ByKey {
-		// Twice the batch: some heads may be taken by other claimers
-		// between the read and the lock.
-		heads, err := queryIDs(ctx, db, d.EventsClaimHeads(p, min(2*p.Limit, 2*oncebox.MaxBatchSize)))
-		if err != nil || len(heads) == 0 {
+		var ids []oncebox.EventID
+		var err error
+		cands, ids, err = queryCandidates(ctx, db, d.EventsClaimCandidates(p))
+		if err != nil || len(ids) == 0 {
 			return nil, mysqlHint(err)
 		}
-		lock = d.EventsClaimLockHeads(p, heads)
+		lock = d.EventsClaimLockCandidates(p, ids)
 	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
@@ -121,6 +120,13 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 		rows, err := queryClaimed(ctx, tx, lock, 0)
 		if err != nil || len(rows) == 0 {
 			return mysqlHint(err)
+		}
+		if p.ByKey {
+			// The rows dropped stay locked until the commit, unchanged.
+			rows, _ = keepKeyPrefixes(cands, rows)
+			if rows, _ = cutKeyPrefixes(rows, p.Limit); len(rows) == 0 {
+				return nil
+			}
 		}
 		err = chunks(claimedIDs(rows), mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
 			_, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, ids))
@@ -131,6 +137,9 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 	})
 	if err != nil {
 		return nil, err
+	}
+	if p.ByKey {
+		sortByID(out)
 	}
 	return out, nil
 }

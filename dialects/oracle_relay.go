@@ -27,33 +27,33 @@ func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 		"\n ORDER BY next_retry_at, id\n   FOR UPDATE SKIP LOCKED")
 }
 
-// EventsClaimHeads is the first statement of an ordered claim (p.ByKey):
-// a plain read, without locks, of up to limit ids of due PENDING rows of
-// the type that are the head of their key, among the bounded candidates of
-// keyHeads, in (next_retry_at, id) order. A plain read sees the committed
-// state whatever the locks, so a head another claimer holds still holds
-// its key; ROWNUM is safe outside FOR UPDATE. It doubles as the idle
-// probe. Indexes: (status, event_type, next_retry_at, id) for the window,
-// (event_type, partition_key, status, id) (migration 4) for the keys and
-// the probes.
-func (d *Oracle) EventsClaimHeads(p ClaimParams, limit int) Query {
+// EventsClaimCandidates is the first statement of an ordered claim
+// (p.ByKey): a plain read, without locks, of the candidates of
+// orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
+// id) order. A plain read sees the committed state whatever the locks, so
+// a row another claimer holds still stops its key; ROWNUM is safe outside
+// FOR UPDATE. One statement, one snapshot. It doubles as the idle probe.
+// Indexes: (status, event_type, next_retry_at, id) for the window and the
+// busy keys, (event_type, partition_key, status, id) (migration 4) for the
+// stop probes.
+func (d *Oracle) EventsClaimCandidates(p ClaimParams) Query {
 	var b binder
-	keys, body := keyHeads(d.tables, &b, p, oracleFirstRows)
-	return b.query("WITH " + keys + "\nSELECT id FROM (" + body + ")\n WHERE ROWNUM <= " + b.p(limit))
+	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "")
+	return b.query("WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id")
 }
 
 // oracleFirstRows is "the first n rows of query": ROWNUM over the ordered
 // query, in a plain read.
 func oracleFirstRows(query, n string) string {
-	return "SELECT id FROM (" + query + ")\n                        WHERE ROWNUM <= " + n
+	return "SELECT * FROM (" + query + ")\n                        WHERE ROWNUM <= " + n
 }
 
-// EventsClaimLockHeads is the ordered claim's cursor: the heads
-// EventsClaimHeads found that are still PENDING and due on their current
-// version, in (next_retry_at, id) order, FOR UPDATE SKIP LOCKED; Claim
-// fetches up to Limit of them. A head is claimed only by locking its own
-// row, so two claimers that found the same head race for one lock.
-func (d *Oracle) EventsClaimLockHeads(p ClaimParams, ids []oncebox.EventID) Query {
+// EventsClaimLockCandidates is the ordered claim's cursor: the candidates
+// EventsClaimCandidates found that are still PENDING and due on their
+// current version, in (next_retry_at, id) order, FOR UPDATE SKIP LOCKED;
+// Claim fetches them all and keeps a locked row only when every candidate
+// of its key before it was locked too (keepKeyPrefixes).
+func (d *Oracle) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("SELECT " + oracleClaimColumns + "\n  FROM " + d.tables.Events +
 		"\n WHERE " + b.idIn("id", ids, d) + " AND status = 'PENDING' AND next_retry_at <= " + b.t(p.Now) +

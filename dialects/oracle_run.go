@@ -35,29 +35,39 @@ const oracleMaxIDsPerStatement = 30000
 
 // Claim implements Dialect: open the claim cursor, fetch up to p.Limit rows
 // (locking them), close it, flip them to IN_PROCESS by id, commit. Ordered
-// (p.ByKey), the heads are read first without locks (EventsClaimHeads, which
-// also serves as the idle probe) and the cursor is EventsClaimLockHeads.
+// (p.ByKey), the candidates are read first without locks
+// (EventsClaimCandidates, which also serves as the idle probe), the cursor
+// is EventsClaimLockCandidates, and the rows come in id order.
 func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
 	lock := d.EventsClaimLock(p)
+	limit := p.Limit
+	var cands []candidate
 	if p.ByKey {
-		// Twice the batch: some heads may be taken by other claimers
-		// between the read and the lock.
-		heads, err := queryIDs(ctx, db, d.EventsClaimHeads(p, 2*p.Limit))
-		if err != nil || len(heads) == 0 {
+		var ids []oncebox.EventID
+		var err error
+		cands, ids, err = queryCandidates(ctx, db, d.EventsClaimCandidates(p))
+		if err != nil || len(ids) == 0 {
 			return nil, err
 		}
-		lock = d.EventsClaimLockHeads(p, heads)
+		lock, limit = d.EventsClaimLockCandidates(p, ids), len(ids)
 	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
 	var out []ClaimedEvent
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
-		events, err := queryClaimed(ctx, tx, lock, p.Limit)
+		events, err := queryClaimed(ctx, tx, lock, limit)
 		if err != nil || len(events) == 0 {
 			return err
+		}
+		if p.ByKey {
+			// The rows dropped stay locked until the commit, unchanged.
+			events, _ = keepKeyPrefixes(cands, events)
+			if events, _ = cutKeyPrefixes(events, p.Limit); len(events) == 0 {
+				return nil
+			}
 		}
 		if _, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, claimedIDs(events))); err != nil {
 			return err
@@ -67,6 +77,9 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	})
 	if err != nil {
 		return nil, err
+	}
+	if p.ByKey {
+		sortByID(out)
 	}
 	return out, nil
 }

@@ -147,9 +147,9 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 		{"Claim probe: EventsClaimProbe (plain read, idle polls end here)", d.EventsClaimProbe(claim)},
 		{"Claim 1/2: EventsClaimLock (cursor)", d.EventsClaimLock(claim)},
 		{"Claim 2/2: EventsClaimUpdate", d.EventsClaimUpdate(claim, []oncebox.EventID{id1, id2})},
-		{"Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)", d.EventsClaimHeads(ordered, 200)},
-		{"Claim by key, on-failure block 1/3: EventsClaimHeads", d.EventsClaimHeads(blocking, 200)},
-		{"Claim by key 2/3: EventsClaimLockHeads (cursor)", d.EventsClaimLockHeads(ordered, []oncebox.EventID{id1, id2})},
+		{"Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)", d.EventsClaimCandidates(ordered)},
+		{"Claim by key, on-failure block 1/3: EventsClaimCandidates", d.EventsClaimCandidates(blocking)},
+		{"Claim by key 2/3: EventsClaimLockCandidates (cursor)", d.EventsClaimLockCandidates(ordered, []oncebox.EventID{id1, id2})},
 		{"MarkProcessed 1/2: EventsMarkProcessed", d.EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(tok, []oncebox.EventID{id1, id2})},
 		{"EventsMarkFailed", d.EventsMarkFailed(tok, []dialects.FailedEvent{

@@ -1,59 +1,153 @@
 package dialects
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
-// keyHead is the condition, on the outbox row aliased c, that makes it the
-// head of its key (docs/ordering.md): the same text on every dialect, with
-// no bind parameter. A row without a key is always a head (unordered). A
-// row with a key is a head when
+// An ordered claim (p.ByKey, docs/ordering.md) takes, for each key it
+// touches, a prefix of the key's PENDING rows in id order (UUIDv7 ids are
+// time ordered) of at most p.PerKey rows (1 unless the publisher keeps a
+// key's order within a call), and only for keys that have no row
+// IN_PROCESS: so a key's events are in flight in one batch at a time, in
+// order, across every instance. It is one read, the same text on every
+// dialect, over common table expressions:
 //
-//   - it is the first PENDING row (by id: UUIDv7 ids are time ordered) of
-//     its type and key, whether the others are due or waiting for a retry
-//     (with block, no earlier row is FAILED either);
-//   - no row of its type and key is IN_PROCESS, earlier or later: a later
-//     row is IN_PROCESS only when the head came back from the DLQ (retry)
-//     or from a release while its successor was claimed, and one key's
-//     events are in flight in one batch at a time;
-//   - with block, no DLQ row of the publisher for an earlier event of the
-//     type and key waits for an operator (MOVED, TO_RETRY, IN_PROCESS).
+//   - busy: the keys of the type that have a row IN_PROCESS (the rows of
+//     the batches in flight: few);
+//   - waiting: the PENDING rows of the type that are not due (waiting for
+//     a retry: few); a row is held behind an earlier one of its key there;
+//   - w, the window: the first keyScan(limit) due PENDING rows in
+//     (next_retry_at, id) order — the unordered claim's read — without
+//     the rows of busy keys, those held by waiting, and any beyond PerKey
+//     rows of one key, cut to limit rows;
+//   - wr, ws, wt: for the first row (by id) of each key of the window, one
+//     index probe for the key's first PENDING row that is not in the
+//     window (stop_id), spread to the key's other rows by a window
+//     function (no join between the window and the probes: a planner
+//     without statistics turned that join into a nested loop of a million
+//     comparisons, measured).
 //
-// Concurrency: the probes are plain reads of the committed state (an MVCC
-// snapshot on PostgreSQL and Oracle; MySQL and Oracle run them in a
-// statement of their own, never inside the locking read, because InnoDB
-// would skip or wait on the locked rows there). Only a head is ever
-// claimed, a key has one head at a time, and claiming it changes its row,
-// which the claimers lock with SKIP LOCKED and re-check: two claimers
-// racing for a key race for the lock on one row. A claimer that skips the
-// locked head does not take the next row of the key, because the probe of
-// the next row still sees the head PENDING (or, once the claim committed,
-// IN_PROCESS).
+// The candidates are the rows of the window whose id is below their key's
+// stop_id (a prefix of the key), and, for a key whose stop_id is below all
+// its rows of the window, the stop_id row itself when it is due: it is
+// the key's first PENDING row (it had come due again after a retry with a
+// later next_retry_at than its successors, which filled the window;
+// without it the key would wait for ever). With block, a key is no
+// candidate while an earlier row of it is FAILED or a DLQ row of the
+// publisher for an earlier event of it waits for an operator (MOVED,
+// TO_RETRY, IN_PROCESS).
 //
-// Indexes (migration 4): (event_type, partition_key, status, id) over the
-// rows with a key that are not PROCESSED (partial on PostgreSQL; on
-// MySQL/MariaDB and Oracle PROCESSED rows are in the index, in a range of
-// their own the probes never read), and (event_type, partition_key,
-// event_id) over the DLQ. Each probe is one index range read.
-func keyHead(t Tables, block, orderLimit bool, heap string) string {
-	s := `(c.partition_key IS NULL OR (
-           c.id = ` + firstOf(orderLimit, "b.id", t.Events+" b", `b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'`+heap) + `
-       AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'IN_PROCESS')`
-	if block {
-		s += `
-       AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'FAILED' AND b.id < c.id)
-       AND NOT EXISTS (SELECT 1 FROM ` + t.DLQ + ` q
-                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
-                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
-                          AND q.event_id < c.id)`
+// Concurrency. The reads share one snapshot (one statement). The
+// candidates are then locked FOR UPDATE SKIP LOCKED with a re-check that
+// they are still PENDING and due on their latest version, and a locked row
+// is kept only when every candidate of its key before it was locked too
+// (keepKeyPrefixes; in SQL on PostgreSQL), then cut to limit without
+// breaking a key's prefix (cutKeyPrefixes): a claimer that skips a row
+// another claimer holds, or finds it claimed since its snapshot, takes
+// nothing after it in that key. Two claimers racing for a key so race for
+// the lock on its first row. A key whose claim committed before the
+// snapshot is busy.
+//
+// Cost: the window's read (as unordered), one read of the type's
+// IN_PROCESS rows and of its rows waiting for a retry, one probe per
+// distinct key of the window, the lock and the update: bounded by the
+// batch size whatever the backlog, a deep key included. The price of the
+// bound: while the first keyScan(limit) due rows all belong to busy keys,
+// the claim takes nothing, though rows of idle keys may wait beyond them;
+// they go once the busy batches are finalized (docs/ordering.md,
+// "Fairness").
+
+// keyScan is how many due rows an ordered claim of limit rows reads before
+// it drops the rows of busy keys.
+func keyScan(limit int) int { return 2 * limit }
+
+// orderedCandidates writes the common table expressions of an ordered
+// claim of p (busy, waiting, w, wr, ws, wt), to follow WITH, and cand, the
+// query of the candidates (id, partition_key, next_retry_at) without
+// ORDER BY.
+// firstRows writes "the first n rows of query" in the dialect's form;
+// firstOf the scalar subquery of a key's first row (see firstOf).
+func orderedCandidates(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string, orderLimit bool, materialized string) (ctes, cand string) {
+	// PostgreSQL: a condition on a column outside the key index (always
+	// true) makes the stop probe a plain index scan, which visits the heap
+	// and marks the entries of rows already sent (dead) so that the next
+	// claim skips them; an index-only scan walks them again at every claim
+	// (docs/ordering.md, "Throughput").
+	heap := ""
+	if _, pg := b.(*dollarBinder); pg {
+		heap = " AND b.next_retry_at IS NOT NULL"
 	}
-	return s + "))"
+	typ := b.p(p.EventType)
+	ctes = `busy AS ` + materialized + `(
+    SELECT DISTINCT i.partition_key FROM ` + t.Events + ` i
+     WHERE i.status = 'IN_PROCESS' AND i.event_type = ` + typ + ` AND i.partition_key IS NOT NULL
+),
+waiting AS ` + materialized + `(
+    SELECT x.partition_key, x.id FROM ` + t.Events + ` x
+     WHERE x.status = 'PENDING' AND x.event_type = ` + b.p(p.EventType) + ` AND x.next_retry_at > ` + b.t(p.Now) + ` AND x.partition_key IS NOT NULL
+),
+w AS ` + materialized + `(
+    ` + firstRows(`SELECT s.id, s.partition_key, s.next_retry_at FROM (
+        SELECT s0.id, s0.partition_key, s0.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
+        `+firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
+         WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
+         ORDER BY next_retry_at, id`, b.p(keyScan(p.Limit)))+`) s0) s
+     WHERE s.partition_key IS NULL
+        OR (s.rn <= `+b.p(max(p.PerKey, 1))+` AND s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+     ORDER BY s.next_retry_at, s.id`, b.p(p.Limit)) + `
+),
+wr AS ` + materialized + `(
+    SELECT w.id, w.partition_key, w.next_retry_at,
+           ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
+      FROM w
+),
+ws AS ` + materialized + `(
+    SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
+           CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN ` + firstOf(orderLimit, "b.id", t.Events+" b", `b.event_type = `+b.p(p.EventType)+` AND b.partition_key = wr.partition_key AND b.status = 'PENDING'`+heap+`
+                          AND b.id NOT IN (SELECT id FROM w)`) + ` END AS stop1
+      FROM wr
+),
+wt AS ` + materialized + `(
+    SELECT ws.id, ws.partition_key, ws.next_retry_at, ws.krn,
+           FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
+      FROM ws
+)`
+	block := func(alias string) string {
+		if !p.BlockOnFailure {
+			return ""
+		}
+		return `
+       AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` f
+                        WHERE f.event_type = ` + b.p(p.EventType) + ` AND f.partition_key = ` + alias + `.partition_key
+                          AND f.status = 'FAILED' AND f.id < ` + alias + `.id)
+       AND NOT EXISTS (SELECT 1 FROM ` + t.DLQ + ` q
+                        WHERE q.event_type = ` + b.p(p.EventType) + ` AND q.partition_key = ` + alias + `.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < ` + alias + `.id)`
+	}
+	perKey := max(p.PerKey, 1)
+	cand = `SELECT z.id, z.partition_key, z.next_retry_at FROM (
+    SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
+    SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
+     WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)` + block("wt") + `)
+    UNION ALL
+    SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN ` + t.Events + ` h ON h.id = wt.stop_id
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= ` + b.t(p.Now) + block("h") + `
+    ) y) z
+     WHERE z.partition_key IS NULL OR z.rn <= ` + b.p(perKey)
+	return ctes, cand
 }
 
 // firstOf is the scalar subquery of the smallest col of from where where
@@ -68,103 +162,120 @@ func firstOf(orderLimit bool, col, from, where string) string {
 	return "(SELECT MIN(" + col + ") FROM " + from + "\n                        WHERE " + where + ")"
 }
 
+// candidate is a row an ordered claim read before locking: its id and key.
+type candidate struct {
+	id  oncebox.EventID
+	key *string
+}
+
+// queryCandidates runs the plain read of an ordered claim's candidates
+// (id, partition_key, …) in claim order.
+func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) ([]candidate, []oncebox.EventID, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var out []candidate
+	var ids []oncebox.EventID
+	for rows.Next() {
+		var c candidate
+		var key sql.NullString
+		var next any
+		if err := rows.Scan(&c.id, &key, &next); err != nil {
+			return nil, nil, fmt.Errorf("scan: %w", err)
+		}
+		if key.Valid {
+			c.key = &key.String
+		}
+		out = append(out, c)
+		ids = append(ids, c.id)
+	}
+	return out, ids, rowsErr(rows)
+}
+
+// keepKeyPrefixes keeps the locked rows of an ordered claim that are not
+// preceded, in their key, by a candidate that was not locked (skipped
+// because another claimer holds it, or no longer PENDING and due): the
+// claim takes a prefix of each key or nothing of it. It returns the rows
+// kept and the ids of those dropped (locked, to be left PENDING).
+func keepKeyPrefixes(cands []candidate, locked []ClaimedEvent) (keep []ClaimedEvent, drop []oncebox.EventID) {
+	got := make(map[oncebox.EventID]bool, len(locked))
+	for _, e := range locked {
+		got[e.ID] = true
+	}
+	// first missing candidate id of each key
+	gap := map[string]oncebox.EventID{}
+	for _, c := range cands {
+		if c.key == nil || got[c.id] {
+			continue
+		}
+		if g, ok := gap[*c.key]; !ok || bytes.Compare(c.id[:], g[:]) < 0 {
+			gap[*c.key] = c.id
+		}
+	}
+	for _, e := range locked {
+		if e.Key != nil {
+			if g, ok := gap[*e.Key]; ok && bytes.Compare(e.ID[:], g[:]) > 0 {
+				drop = append(drop, e.ID)
+				continue
+			}
+		}
+		keep = append(keep, e)
+	}
+	return keep, drop
+}
+
+// cutKeyPrefixes keeps at most limit of an ordered claim's rows, given in
+// claim order, without breaking a key's prefix: the keys (and the rows
+// without a key, each alone) in the order of their first row, each key's
+// rows in id order, cut after limit rows. It returns the rows kept and
+// the ids of those cut (locked, to be left PENDING).
+func cutKeyPrefixes(rows []ClaimedEvent, limit int) (keep []ClaimedEvent, drop []oncebox.EventID) {
+	if len(rows) <= limit {
+		return rows, nil
+	}
+	var groups [][]ClaimedEvent
+	at := map[string]int{}
+	for _, e := range rows {
+		if e.Key == nil {
+			groups = append(groups, []ClaimedEvent{e})
+			continue
+		}
+		g, ok := at[*e.Key]
+		if !ok {
+			g = len(groups)
+			at[*e.Key] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], e)
+	}
+	for _, g := range groups {
+		sortByID(g)
+		for _, e := range g {
+			if len(keep) < limit {
+				keep = append(keep, e)
+			} else {
+				drop = append(drop, e.ID)
+			}
+		}
+	}
+	return keep, drop
+}
+
+// sortByID puts an ordered claim's rows in id order, which is each key's
+// order: the relay sends a batch in slice order, and a key's rows may be
+// in the window out of id order (an earlier row that failed and came due
+// again has a later next_retry_at than its successors).
+func sortByID(events []ClaimedEvent) {
+	slices.SortStableFunc(events, func(a, b ClaimedEvent) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+}
+
 // claimBinder binds the arguments of a statement in text order: p binds a
 // value, t a time, each returning the text that stands for it.
 type claimBinder interface {
 	p(v any) string
 	t(v time.Time) string
-}
-
-// maxKeySteps bounds the keys one ordered claim enumerates: within
-// MySQL's cte_max_recursion_depth (1,000).
-const maxKeySteps = 999
-
-// keyWindow and keySteps are the two bounded reads of an ordered claim of
-// limit rows: the first keyWindow(limit) due rows in (next_retry_at, id)
-// order, and the heads of the first keySteps(limit) keys (in key order)
-// that have a PENDING row.
-func keyWindow(limit int) int { return 2 * limit }
-func keySteps(limit int) int  { return min(limit, maxKeySteps) }
-
-// keyHeads builds the candidates of an ordered claim (docs/ordering.md) in
-// two parts: keys, the recursive common table expression k(partition_key,
-// n) that jumps from one key with a PENDING row of the type to the next
-// (a loose index scan of (event_type, partition_key, status, id), one
-// probe a key), to be written after WITH [RECURSIVE]; and body, the query
-// over c that keeps the due PENDING rows that are the head of their key
-// (keyHead) among two bounded sets of candidates (a derived table joined
-// to c by primary key, so that the plan starts from the few candidates:
-// MariaDB ran c.id IN (… UNION …) as a dependent subquery for every
-// PENDING row), in (next_retry_at, id) order, without its LIMIT: the first keyWindow rows in claim order
-// (every row of a type with many keys, and the rows without a key), and
-// the first PENDING row (by id) of each of the first keySteps keys (a
-// deep key: without it, a claim would read every blocked row of a key
-// whose head is in flight, a million probes for a million-event key).
-// limitRows writes "the first n rows of query" in the dialect's form.
-//
-// The cost of a claim is so bounded by about keyWindow + 2 × keySteps
-// index probes whatever the backlog. The price: a head that is neither in
-// the window nor among the first keys waits until the rows ahead of it
-// move (docs/ordering.md, "Fairness").
-func keyHeads(t Tables, b claimBinder, p ClaimParams, limitRows func(query string, n string) string) (keys, body string) {
-	// MariaDB (10.11, measured at 1,000,000 rows) estimates the derived
-	// table as large as the outbox and starts from c, probing every
-	// PENDING row: STRAIGHT_JOIN makes it start from the candidates.
-	join := "JOIN"
-	_, mysql := b.(*questionBinder)
-	if mysql {
-		join = "STRAIGHT_JOIN"
-	}
-	_, oracle := b.(*binder)
-	// PostgreSQL: a condition on a column outside the key index (always
-	// true) makes each probe a plain index scan, which visits the heap and
-	// marks the entries of rows already sent (dead) so that the next claim
-	// skips them; an index-only scan walks them again at every claim
-	// (docs/ordering.md, "Throughput").
-	heap := func(string) string { return "" }
-	if _, pg := b.(*dollarBinder); pg {
-		heap = func(alias string) string { return " AND " + alias + ".next_retry_at IS NOT NULL" }
-	}
-	dual := ""
-	if oracle {
-		dual = " FROM DUAL"
-	}
-	if !mysql {
-		keys = `k (partition_key, n) AS (
-    SELECT ` + firstOf(!oracle, "f.partition_key", t.Events+" f", `f.event_type = `+b.p(p.EventType)+` AND f.status = 'PENDING' AND f.partition_key IS NOT NULL`+heap("f")) + `, 1` + dual + `
-  UNION ALL
-    SELECT ` + firstOf(!oracle, "e.partition_key", t.Events+" e", `e.event_type = `+b.p(p.EventType)+` AND e.status = 'PENDING' AND e.partition_key > k.partition_key`+heap("e")) + `, k.n + 1
-      FROM k
-     WHERE k.partition_key IS NOT NULL AND k.n < ` + b.p(keySteps(p.Limit)) + `
-)`
-	}
-	window := limitRows(`SELECT id FROM `+t.Events+`
-                        WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
-                        ORDER BY next_retry_at, id`, b.p(keyWindow(p.Limit)))
-	var heads string
-	if mysql {
-		// MySQL/MariaDB read a correlated range from its start (MariaDB
-		// 10.11 read 100,000 entries a step at 1,000,000 rows), but jump
-		// from key to key in one loose index scan ("Using index for
-		// group-by": MIN(id) with an equality on status between the key
-		// and id), no recursion needed.
-		heads = `SELECT g.id FROM (SELECT MIN(id) AS id FROM ` + t.Events + `
-                                WHERE event_type = ` + b.p(p.EventType) + ` AND status = 'PENDING' AND partition_key IS NOT NULL
-                                GROUP BY event_type, partition_key
-                                LIMIT ` + b.p(keySteps(p.Limit)) + `) g`
-	} else {
-		heads = `SELECT ` + firstOf(!oracle, "h.id", t.Events+" h", `h.event_type = `+b.p(p.EventType)+` AND h.partition_key = k.partition_key AND h.status = 'PENDING'`+heap("h")) + `
-              FROM k WHERE k.partition_key IS NOT NULL`
-	}
-	body = `SELECT c.id
-      FROM (SELECT w.id FROM (` + window + `) w
-            UNION
-            ` + heads + `) cand
-      ` + join + ` ` + t.Events + ` c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= ` + b.t(p.Now) + `
-       AND ` + keyHead(t, p.BlockOnFailure, !oracle, heap("b")) + `
-     ORDER BY c.next_retry_at, c.id`
-	return keys, body
 }
 
 // dollarBinder binds PostgreSQL's $n parameters, one per use.

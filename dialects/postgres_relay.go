@@ -19,14 +19,8 @@ import (
 // the rows of one multi-row publish share next_retry_at, and id keeps them
 // in publish order.
 //
-// With p.ByKey only the head of each key is taken (keyHead, docs/ordering.md):
-// the NOT EXISTS probes read the statement's snapshot, which row locks do
-// not hide, so a claimer that skips a head another claimer holds still sees
-// that head PENDING (or IN_PROCESS once claimed) and does not take the next
-// row of its key. A head claimed and committed by another claimer after
-// this statement's snapshot fails the re-check of status = 'PENDING' on its
-// new version when this statement reaches it. The probes use the partial
-// index (event_type, partition_key, status, id) of migration 4.
+// With p.ByKey only a prefix of each idle key's PENDING rows is taken
+// (eventsClaimByKey, docs/ordering.md).
 func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
 	if p.ByKey {
 		return d.eventsClaimByKey(p)
@@ -49,31 +43,43 @@ RETURNING e.` + claimReturningQualified,
 }
 
 // eventsClaimByKey is EventsClaim of an ordered type, still one statement:
-// the candidates of keyHeads (a bounded window of due rows and the heads
-// of the first keys), kept when they are the head of their key (keyHead),
-// locked FOR UPDATE OF c SKIP LOCKED in (next_retry_at, id) order and
-// flipped.
-//
-// The probes read the statement's snapshot, which row locks do not hide:
-// a claimer that skips a head another claimer holds still sees that head
-// PENDING (or IN_PROCESS once claimed) and does not take the next row of
-// its key. A head claimed and committed by another claimer after this
-// statement's snapshot fails the re-check of status = 'PENDING' on its new
-// version when this statement locks it. Indexes: outbox_events_due_idx for
-// the window, outbox_events_key_idx (migration 4) for the keys and the
-// probes; the IN_PROCESS probe is hashed once over
-// outbox_events_in_process_idx (docs/ordering.md shows the plan).
+// the candidates of orderedCandidates (a prefix of each idle key's PENDING
+// rows within a window of due rows), locked FOR UPDATE OF c SKIP LOCKED
+// with a re-check on their latest version that they are still PENDING and
+// due, kept when every candidate of their key before them was locked too,
+// and flipped. The reads share the statement's snapshot, which row locks
+// do not hide. Indexes: outbox_events_due_idx for the window,
+// outbox_events_in_process_idx for the busy keys, outbox_events_key_idx
+// (migration 4) for the stop probes (docs/ordering.md shows the plan).
+// Claim returns the rows in id order (sortByID).
 func (d *PostgreSQL) eventsClaimByKey(p ClaimParams) Query {
 	var b dollarBinder
-	keys, body := keyHeads(d.tables, &b, p, limitClause)
-	limit := b.p(p.Limit)
-	now, token, instance := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance))
+	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "MATERIALIZED ")
+	now, token, instance, limit := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance)), b.p(p.Limit)
 	return Query{
-		SQL: "WITH RECURSIVE " + keys + `,
-due AS (
-    ` + body + `
-     LIMIT ` + limit + `
+		SQL: "WITH " + ctes + `,
+cand AS MATERIALIZED (
+    ` + cand + `
+),
+locked AS MATERIALIZED (
+    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN ` + d.tables.Events + ` c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= ` + now + `
        FOR UPDATE OF c SKIP LOCKED
+),
+missed AS MATERIALIZED (
+    SELECT m.id, m.partition_key FROM cand m
+     WHERE m.partition_key IS NOT NULL AND m.id NOT IN (SELECT id FROM locked)
+),
+kept AS (
+    SELECT l.id, l.partition_key, l.next_retry_at,
+           first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
+      FROM locked l
+     WHERE l.partition_key IS NULL
+        OR NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
+    WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
+),
+due AS (
+    SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT ` + limit + `
 )
 UPDATE ` + d.tables.Events + ` e
    SET status = 'IN_PROCESS', claim_token = ` + token + `, claimed_at = ` + now + `, claimed_by = ` + instance + `, updated_at = ` + now + `

@@ -12,9 +12,14 @@ import (
 // PostgreSQL runs each operation as one statement outside any transaction:
 // data-modifying CTEs and RETURNING make every operation atomic on its own.
 
-// Claim implements Dialect with the one statement of EventsClaim.
+// Claim implements Dialect with the one statement of EventsClaim; an
+// ordered claim's rows in id order.
 func (d *PostgreSQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
-	return queryClaimed(ctx, db, d.EventsClaim(p), 0)
+	events, err := queryClaimed(ctx, db, d.EventsClaim(p), 0)
+	if p.ByKey {
+		sortByID(events)
+	}
+	return events, err
 }
 
 // MarkProcessed implements Dialect with the one statement of

@@ -27,12 +27,17 @@ type ClaimParams struct {
 	// stores NULL (such claims are recovered after
 	// max-batch-processing-time only).
 	Instance string
-	// ByKey claims only the head event of each key (keyHead,
-	// docs/ordering.md): a row with a key is claimed only when no earlier
-	// row (by id) of the same type and key is PENDING (due or waiting for a
-	// retry) and no row of that type and key is IN_PROCESS. Rows without a
-	// key are claimed as before. ordering: key.
+	// ByKey claims, for each key, only the key's first PENDING rows (by
+	// id) and only when no row of the type and key is IN_PROCESS
+	// (orderedCandidates, docs/ordering.md): a row with a key is claimed
+	// only when every earlier row (by id) of the same type and key is
+	// claimed with it or gone. Rows without a key are claimed as before.
+	// ordering: key.
 	ByKey bool
+	// PerKey, with ByKey, is how many rows of one key a claim may take (0
+	// means 1: the head only). More than one only for a publisher that
+	// keeps a key's order within one call (poller.KeyOrderKeeper).
+	PerKey int
 	// BlockOnFailure, with ByKey, also holds a key behind an earlier row of
 	// it that is FAILED, or whose DLQ row (source publisher) is not
 	// RESOLVED: on-failure: block.

@@ -432,6 +432,22 @@ func sendMessages(prod *producer, records []*sarama.ProducerMessage) (err error)
 // oncebox.ErrBrokerUnavailable otherwise (the cluster cannot be reached,
 // ctx ended, the Publisher is closed). It sends no message. Once a
 // producer exists it answers nil without contacting the cluster: Sarama
+// KeepsKeyOrder implements poller.KeyOrderKeeper: with an idempotent
+// producer, one request in flight per broker and a partitioner that maps a
+// key to a fixed partition (RecommendedPublisherConfig), the events of one
+// key in a call go to one partition in the order given, and a batch that
+// fails fails the ones after it (their sequence numbers no longer follow),
+// so the relay sends several events of a key in one call. With any other
+// producer config the relay sends a key's events one call at a time.
+func (p *Publisher) KeepsKeyOrder() bool {
+	c := p.cfg.SaramaConfig
+	if c == nil || !c.Producer.Idempotent || c.Net.MaxOpenRequests != 1 || c.Producer.Partitioner == nil {
+		return false
+	}
+	part := c.Producer.Partitioner("")
+	return part != nil && keyedConsistently(part)
+}
+
 // reconnects by itself, and the next send tells whether it can.
 func (p *Publisher) ProbeBroker(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {

@@ -256,6 +256,12 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		flights []*flight // claimed and not yet settled, oldest first
 		overlap bool      // the last flight was full and every one settled since was busy
 		settled bool      // a flight settled since the last claim was busy
+		// noOverlap, ordered types only: how many more claims wait for the
+		// flights to settle first, because a claim made while a batch was
+		// in flight found every key of its window busy (one batch held
+		// them all): such a claim costs the database a window's read for
+		// nothing. Counted down, so that the overlap is tried again.
+		noOverlap int
 	)
 	// settle waits for the oldest flight and applies its outcome to the pace.
 	settle := func() {
@@ -314,8 +320,16 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			// outage): no claim until the pace says so.
 			continue
 		}
+		if noOverlap > 0 && len(flights) > 0 {
+			noOverlap--
+			settleAll()
+		}
+		flying := len(flights) > 0
 		settled = false
 		b, err := p.claimBatch(ec)
+		if ec.Ordered() && flying && err == nil && len(b.events) == 0 {
+			noOverlap = orderedNoOverlap
+		}
 		if err != nil || len(b.events) == 0 {
 			// The flights before set the pace first, then this poll.
 			settleAll()
@@ -403,11 +417,16 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	err = p.withConn(claimCtx, func() error {
 		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
-			Instance: p.config.InstanceID, ByKey: ec.Ordered(), BlockOnFailure: ec.OnFailure == oncebox.OnFailureBlock})
+			Instance: p.config.InstanceID, ByKey: ec.Ordered(), PerKey: p.perKey(ec.BatchSize),
+			BlockOnFailure: ec.OnFailure == oncebox.OnFailureBlock})
 		return err
 	})
 	return batch{token: token, events: events}, err
 }
+
+// orderedNoOverlap is how many claims of an ordered type wait for the
+// batches in flight after a claim made beside them found nothing (pollLoop).
+const orderedNoOverlap = 8
 
 // flight is a claimed batch being sent and finalized.
 type flight struct {

@@ -28,70 +28,132 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?,
  WHERE id IN (?,?);
 -- args: [[238 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC host-1 2026-11-30 12:00:00 +0000 UTC [1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
--- Claim by key 1/3: EventsClaimHeads (plain read, idle polls end here)
-SELECT c.id
-      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
-                        WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
-                        ORDER BY next_retry_at, id
-                        LIMIT ?) w
-            UNION
-            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
-                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
-                                GROUP BY event_type, partition_key
-                                LIMIT ?) g) cand
-      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
-       AND (c.partition_key IS NULL OR (
-           c.id = (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'
-                        ORDER BY b.id LIMIT 1)
-       AND NOT EXISTS (SELECT 1 FROM outbox_events b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'IN_PROCESS')))
-     ORDER BY c.next_retry_at, c.id
- LIMIT ?;
--- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
+-- Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)
+WITH busy AS (
+    SELECT DISTINCT i.partition_key FROM outbox_events i
+     WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+),
+waiting AS (
+    SELECT x.partition_key, x.id FROM outbox_events x
+     WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+),
+w AS (
+    SELECT s.id, s.partition_key, s.next_retry_at FROM (
+        SELECT s0.id, s0.partition_key, s0.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
+        SELECT id, partition_key, next_retry_at FROM outbox_events
+         WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+         ORDER BY next_retry_at, id
+                        LIMIT ?) s0) s
+     WHERE s.partition_key IS NULL
+        OR (s.rn <= ? AND s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+     ORDER BY s.next_retry_at, s.id
+                        LIMIT ?
+),
+wr AS (
+    SELECT w.id, w.partition_key, w.next_retry_at,
+           ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
+      FROM w
+),
+ws AS (
+    SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
+           CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = ? AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
+                          AND b.id NOT IN (SELECT id FROM w)
+                        ORDER BY b.id LIMIT 1) END AS stop1
+      FROM wr
+),
+wt AS (
+    SELECT ws.id, ws.partition_key, ws.next_retry_at, ws.krn,
+           FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
+      FROM ws
+)
+SELECT z.id, z.partition_key, z.next_retry_at FROM (
+    SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
+    SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
+     WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id))
+    UNION ALL
+    SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= ?
+    ) y) z
+     WHERE z.partition_key IS NULL OR z.rn <= ?
+ ORDER BY z.next_retry_at, z.id;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC 400 1 200 order-created 2026-11-30 12:00:00 +0000 UTC 1]
 
--- Claim by key, on-failure block 1/3: EventsClaimHeads
-SELECT c.id
-      FROM (SELECT w.id FROM (SELECT id FROM outbox_events
-                        WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
-                        ORDER BY next_retry_at, id
-                        LIMIT ?) w
-            UNION
-            SELECT g.id FROM (SELECT MIN(id) AS id FROM outbox_events
-                                WHERE event_type = ? AND status = 'PENDING' AND partition_key IS NOT NULL
-                                GROUP BY event_type, partition_key
-                                LIMIT ?) g) cand
-      STRAIGHT_JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= ?
-       AND (c.partition_key IS NULL OR (
-           c.id = (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'PENDING'
-                        ORDER BY b.id LIMIT 1)
-       AND NOT EXISTS (SELECT 1 FROM outbox_events b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'IN_PROCESS')
-       AND NOT EXISTS (SELECT 1 FROM outbox_events b
-                        WHERE b.event_type = c.event_type AND b.partition_key = c.partition_key
-                          AND b.status = 'FAILED' AND b.id < c.id)
+-- Claim by key, on-failure block 1/3: EventsClaimCandidates
+WITH busy AS (
+    SELECT DISTINCT i.partition_key FROM outbox_events i
+     WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+),
+waiting AS (
+    SELECT x.partition_key, x.id FROM outbox_events x
+     WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+),
+w AS (
+    SELECT s.id, s.partition_key, s.next_retry_at FROM (
+        SELECT s0.id, s0.partition_key, s0.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
+        SELECT id, partition_key, next_retry_at FROM outbox_events
+         WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
+         ORDER BY next_retry_at, id
+                        LIMIT ?) s0) s
+     WHERE s.partition_key IS NULL
+        OR (s.rn <= ? AND s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+     ORDER BY s.next_retry_at, s.id
+                        LIMIT ?
+),
+wr AS (
+    SELECT w.id, w.partition_key, w.next_retry_at,
+           ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
+      FROM w
+),
+ws AS (
+    SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
+           CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = ? AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
+                          AND b.id NOT IN (SELECT id FROM w)
+                        ORDER BY b.id LIMIT 1) END AS stop1
+      FROM wr
+),
+wt AS (
+    SELECT ws.id, ws.partition_key, ws.next_retry_at, ws.krn,
+           FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
+      FROM ws
+)
+SELECT z.id, z.partition_key, z.next_retry_at FROM (
+    SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
+    SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
+     WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = ? AND f.partition_key = wt.partition_key
+                          AND f.status = 'FAILED' AND f.id < wt.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = c.event_type AND q.partition_key = c.partition_key
+                        WHERE q.event_type = ? AND q.partition_key = wt.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
-                          AND q.event_id < c.id)))
-     ORDER BY c.next_retry_at, c.id
- LIMIT ?;
--- args: [order-created 2026-11-30 12:00:00 +0000 UTC 400 order-created 200 2026-11-30 12:00:00 +0000 UTC 400]
+                          AND q.event_id < wt.id))
+    UNION ALL
+    SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= ?
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = ? AND f.partition_key = h.partition_key
+                          AND f.status = 'FAILED' AND f.id < h.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = ? AND q.partition_key = h.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < h.id)
+    ) y) z
+     WHERE z.partition_key IS NULL OR z.rn <= ?
+ ORDER BY z.next_retry_at, z.id;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC 400 1 200 order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created 1]
 
--- Claim by key 2/3: EventsClaimLockHeads
+-- Claim by key 2/3: EventsClaimLockCandidates
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events
  WHERE id IN (?,?) AND status = 'PENDING' AND next_retry_at <= ?
  ORDER BY next_retry_at, id
- LIMIT ?
    FOR UPDATE SKIP LOCKED;
--- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC 200]
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] 2026-11-30 12:00:00 +0000 UTC]
 
 -- MarkProcessed: EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = ?

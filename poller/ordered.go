@@ -1,0 +1,25 @@
+package poller
+
+// KeyOrderKeeper is an optional extension of message.Publisher for
+// publishers that deliver the messages of one call that carry the same key
+// in the order given, and never confirm a message of a key after one of
+// the same key and call that failed: Kafka with an idempotent producer
+// and one request in flight (per partition, a failed batch fails the
+// messages after it). For an ordered type (ordering: key) the poller then
+// claims a batch that may carry several events of a key, in order; for
+// any other publisher a batch carries at most one event of a key, so a
+// key's events go one batch at a time and a failed one is never overtaken
+// (docs/ordering.md).
+type KeyOrderKeeper interface {
+	// KeepsKeyOrder reports whether the publisher, as configured, keeps
+	// the order of a key's messages within one call.
+	KeepsKeyOrder() bool
+}
+
+// perKey is how many events of one key a claim of ec's type may take.
+func (p *Poller) perKey(limit int) int {
+	if k, ok := p.pub.(KeyOrderKeeper); ok && k.KeepsKeyOrder() {
+		return limit
+	}
+	return 1
+}
