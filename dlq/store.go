@@ -8,18 +8,19 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // Config configures a Store.
 type Config struct {
 	// Dialect builds the SQL. Required.
 	Dialect dialects.Dialect
-	// Clock stamps updated_at on status changes. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock stamps updated_at on status changes. Nil means the real clock;
+	// tests pass a fake one (see oncebox.Clock).
+	Clock oncebox.Clock
 	// OnAction, if set, is called after every status change or delete that
 	// changed at least one row, with the action (ActionRetry, ActionResolve,
 	// ActionReopen, ActionDelete) and the number of rows changed. No-ops and
@@ -59,7 +60,7 @@ func actionOf(to oncebox.DLQStatus) string {
 type Store struct {
 	db       wsql.ContextExecutor
 	d        dialects.Dialect
-	clock    clockwork.Clock
+	clock    oncebox.Clock
 	onAction func(action string, n int)
 }
 
@@ -97,10 +98,7 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
-	if config.Clock == nil {
-		config.Clock = clockwork.NewRealClock()
-	}
-	return &Store{db: db, d: config.Dialect, clock: config.Clock, onAction: config.OnAction}, nil
+	return &Store{db: db, d: config.Dialect, clock: clock.Or(config.Clock), onAction: config.OnAction}, nil
 }
 
 // Row is one row of the DLQ table. Times are UTC.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -31,8 +30,9 @@ type BacklogConfig struct {
 	// QueryTimeout bounds one refresh. Default 10s.
 	QueryTimeout time.Duration
 	// Clock decides when the cache expires and the age of the oldest
-	// PENDING event. Default: the real clock.
-	Clock clockwork.Clock
+	// PENDING event. Nil means the real clock; tests pass a fake one (see
+	// oncebox.Clock).
+	Clock oncebox.Clock
 }
 
 // BacklogCollector is a prometheus.Collector of the outbox and DLQ backlog:
@@ -114,9 +114,6 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 	if cfg.QueryTimeout == 0 {
 		cfg.QueryTimeout = DefaultBacklogQueryTimeout
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clockwork.NewRealClock()
-	}
 	return &BacklogCollector{
 		db:     db,
 		query:  d.Backlog().SQL,
@@ -157,7 +154,7 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range snap.outbox {
 		ch <- prometheus.MustNewConstMetric(c.outboxDesc, prometheus.GaugeValue, r.count, r.label, r.status)
 		if r.status == string(oncebox.StatusPending) && r.oldest.Valid {
-			age := max(c.config.Clock.Since(r.oldest.Time).Seconds(), 0)
+			age := max(c.now().Sub(r.oldest.Time).Seconds(), 0)
 			ch <- prometheus.MustNewConstMetric(c.oldestDesc, prometheus.GaugeValue, age, r.label)
 		}
 	}
@@ -167,13 +164,21 @@ func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.lastOKDesc, prometheus.GaugeValue, float64(snap.at.UnixNano())/1e9)
 }
 
+// now returns the time on the configured clock (the real one when nil).
+func (c *BacklogCollector) now() time.Time {
+	if c.config.Clock == nil {
+		return time.Now()
+	}
+	return c.config.Clock.Now()
+}
+
 // current returns the cached snapshot, refreshing it first when the last
 // attempt is older than the TTL. The mutex is held across the query, so that
 // concurrent scrapes of an expired cache run one query and share its result.
 func (c *BacklogCollector) current() *snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.config.Clock.Now()
+	now := c.now()
 	if !c.refreshed.IsZero() && now.Sub(c.refreshed) < c.config.TTL {
 		return c.snap
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jonboulle/clockwork"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -45,8 +45,9 @@ type InboxCleanerConfig struct {
 	// InstanceID names this instance in the lease. Default:
 	// hostname-pid-random.
 	InstanceID string
-	// Clock drives the schedule and the cut-off. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock drives the schedule and the cut-off. Nil means the real clock;
+	// tests pass a fake one (see oncebox.Clock).
+	Clock oncebox.Clock
 	// OnRun, if set, is called after every run.
 	OnRun func(JobResult)
 }
@@ -127,7 +128,7 @@ func NewInboxCleaner(db wsql.Beginner, config InboxCleanerConfig, logger watermi
 		config.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
 	}
 	if config.Clock == nil {
-		config.Clock = clockwork.NewRealClock()
+		config.Clock = clock.Real{}
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}

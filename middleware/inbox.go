@@ -14,7 +14,6 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5"
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -22,6 +21,7 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // InboxMode is how the inbox records an id relative to the handler.
@@ -96,8 +96,9 @@ type InboxConfig struct {
 	// without touching the database. Ids are added only after the handler
 	// succeeded and the transaction committed.
 	Cache cache.Cache
-	// Clock stamps processed_at. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock stamps processed_at. Nil means the real clock; tests pass a
+	// fake one (see oncebox.Clock).
+	Clock oncebox.Clock
 	// TxOptions are the options of the inbox's transactions. Default: READ
 	// COMMITTED (the dialect's Features.ReadCommittedTx: on Oracle, the
 	// default isolation, which is READ COMMITTED).
@@ -203,7 +204,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
 	if config.Clock == nil {
-		config.Clock = clockwork.NewRealClock()
+		config.Clock = clock.Real{}
 	}
 	if config.TxOptions == nil {
 		config.TxOptions = config.Dialect.Features().ReadCommittedTx

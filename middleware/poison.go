@@ -9,10 +9,10 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
@@ -36,8 +36,9 @@ type PoisonConfig struct {
 	// away makes the message come back forever: each is reported to
 	// OnNacked (metrics.NewPoisonHooks counts them) and logged by the router.
 	ShouldPoison func(err error) bool
-	// Clock stamps the failure. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock stamps the failure. Nil means the real clock; tests pass a fake
+	// one (see oncebox.Clock).
+	Clock oncebox.Clock
 	// OnParked, if set, is called after a message was stored in the DLQ,
 	// with the handler's name and the handler's error. It is called
 	// synchronously on the handler's goroutine: return quickly.
@@ -88,7 +89,7 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 		config.ShouldPoison = func(err error) bool { return !dialects.IsTransient(err) }
 	}
 	if config.Clock == nil {
-		config.Clock = clockwork.NewRealClock()
+		config.Clock = clock.Real{}
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}

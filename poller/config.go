@@ -8,13 +8,13 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
@@ -39,10 +39,11 @@ type Config struct {
 	// InstanceID names this instance in the leases of the jobs table.
 	// Default: hostname-pid-random.
 	InstanceID string
-	// Clock drives every delay and timestamp of the relay's work. Default:
-	// the real clock. CloseTimeout and FinalizeTimeout are always real time:
-	// they bound a shutdown, not the work.
-	Clock clockwork.Clock
+	// Clock drives every delay and timestamp of the relay's work. Nil means
+	// the real clock; tests pass a fake one (see oncebox.Clock).
+	// CloseTimeout and FinalizeTimeout are always real time: they bound a
+	// shutdown, not the work.
+	Clock oncebox.Clock
 	// CloseTimeout bounds how long Close waits for batches in flight before
 	// cancelling their sends and releasing their rows. Default 30s.
 	CloseTimeout time.Duration
@@ -222,7 +223,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
 	}
 	if c.Clock == nil {
-		c.Clock = clockwork.NewRealClock()
+		c.Clock = clock.Real{}
 	}
 	if c.CloseTimeout == 0 {
 		c.CloseTimeout = 30 * time.Second

@@ -8,6 +8,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
@@ -164,7 +165,7 @@ func (p *Poller) keepSleep(beats, jobs context.Context, delay *time.Duration, fa
 			}
 		}
 		start := p.config.Clock.Now()
-		t := p.config.Clock.NewTimer(*delay)
+		t := clock.NewTimer(p.config.Clock, *delay)
 		select {
 		case <-t.Chan():
 			return true

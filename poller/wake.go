@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/jonboulle/clockwork"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // Listener holds the connection on which the relay waits for the wake-up
@@ -150,17 +150,17 @@ func (b *wakeBoard) remove(t string) {
 	}
 }
 
-// sleepOrWake waits d on clock or until wake fires; ok is false when ctx
+// sleepOrWake waits d on c or until wake fires; ok is false when ctx
 // ended first, woken tells a wake-up from the end of the wait. A zero d does
 // not wait (and drops nothing: a pending wake-up stays for the next sleep).
-func sleepOrWake(ctx context.Context, clock clockwork.Clock, d time.Duration, wake <-chan struct{}) (ok, woken bool) {
+func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, wake <-chan struct{}) (ok, woken bool) {
 	if ctx.Err() != nil {
 		return false, false
 	}
 	if d <= 0 {
 		return true, false
 	}
-	t := clock.NewTimer(d)
+	t := clock.NewTimer(c, d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():

@@ -26,13 +26,13 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
@@ -48,8 +48,9 @@ type Config struct {
 	// metadata key and value). The zero value accepts any
 	// event type and publishes it to the topic of the same name.
 	Oncebox oncebox.Config
-	// Clock gives the creation time of the rows. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock gives the creation time of the rows. Nil means the real clock;
+	// tests pass a fake one (see oncebox.Clock).
+	Clock oncebox.Clock
 	// AllowNonTransactionalDangerously lets the publisher write through a
 	// handle that is not a transaction (a pool, a *sql.DB): each Publish then
 	// commits on its own, and the event is no longer atomic with the business
@@ -135,7 +136,7 @@ func NewPublisher(db sql.ContextExecutor, config Config, logger watermill.Logger
 			oncebox.ErrNoTransaction, db)
 	}
 	if config.Clock == nil {
-		config.Clock = clockwork.NewRealClock()
+		config.Clock = clock.Real{}
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}

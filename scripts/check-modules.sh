@@ -7,7 +7,11 @@
 #   1. the core go.mod requires none of the heavy modules below;
 #   2. the user's `go list -m all` holds none of them;
 #   3. a PostgreSQL-only binary links no MySQL or Oracle driver
-#      (`go version -m` lists neither).
+#      (`go version -m` lists neither);
+#   4. no test library in the API: `go doc -all` of the core packages and
+#      of metrics names no clockwork type (a config's Clock is an
+#      oncebox.Clock), and none of them imports clockwork (`go list -deps`,
+#      tests aside).
 # The core packages are every importable package of the root module.
 # It needs the Go module proxy (or a module cache that has the modules);
 # nothing else. Exit status 0 when every check holds.
@@ -78,6 +82,30 @@ if [ "${#pkgs[@]}" -lt 8 ]; then
 	echo "check-modules: FAIL: found only ${#pkgs[@]} core packages: ${pkgs[*]}"
 	exit 1
 fi
+# 4. The test library out of the API, run in the workspace (metrics is a
+# module of its own) before the throwaway module's settings below.
+testlib=github.com/jonboulle/clockwork
+api=("${pkgs[@]}" "$core/metrics")
+mentioned=""
+for p in "${api[@]}"; do
+	if ! doc="$(cd "$root" && GOWORK="$root/go.work" "$GO" doc -all "$p" 2>&1)"; then
+		echo "check-modules: FAIL: go doc -all $p:"
+		echo "$doc" | sed 's/^/    /'
+		exit 1
+	fi
+	if grep -qi clockwork <<<"$doc"; then
+		mentioned+="    $p: $(grep -i clockwork <<<"$doc" | head -3 | sed 's/^[[:space:]]*//' | paste -sd';')"$'\n'
+	fi
+done
+imported="$( (cd "$root" && GOWORK=off "$GO" list -deps "${pkgs[@]}"; cd "$root/metrics" && GOWORK="$root/go.work" "$GO" list -deps .) | grep -Fx "$testlib" || true)"
+if [ -n "$mentioned" ] || [ -n "$imported" ]; then
+	[ -n "$mentioned" ] && printf 'check-modules: FAIL: go doc -all mentions clockwork (give the field an oncebox.Clock):\n%s' "$mentioned"
+	[ -n "$imported" ] && echo "check-modules: FAIL: a core package or metrics imports $testlib (go list -deps)"
+	fail=1
+else
+	echo "check-modules: ok: ${#api[@]} packages (core and metrics): no clockwork in go doc -all nor in go list -deps"
+fi
+
 # Blank imports: a package in the build is a module in `go version -m`,
 # whatever the linker keeps of its code; they also survive renames of the
 # constructors.

@@ -2,7 +2,6 @@ package service
 
 import (
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,7 +31,7 @@ type options struct {
 	propagator     propagation.TextMapPropagator
 	senderChecks   [][]string
 	sourceChecks   [][]string
-	clock          clockwork.Clock // tests only: see export_test.go
+	clock          oncebox.Clock // tests only: see export_test.go
 }
 
 // CacheFunc builds the inbox cache from the inbox.cache section (its

@@ -6,10 +6,10 @@ import (
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
 
@@ -23,8 +23,9 @@ type BatchInbox struct {
 	Namespace string
 	// Key returns a message's key. Default: the oncebox_event_id header.
 	Key middleware.KeyFunc
-	// Clock stamps processed_at. Default: the real clock.
-	Clock clockwork.Clock
+	// Clock stamps processed_at. Nil means the real clock; tests pass a
+	// fake one (see oncebox.Clock).
+	Clock oncebox.Clock
 }
 
 // FilterNew records the keys of msgs in one statement inside tx, the
@@ -78,10 +79,6 @@ func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys
 	if len(keys) == 0 {
 		return fresh, nil
 	}
-	clock := b.Clock
-	if clock == nil {
-		clock = clockwork.NewRealClock()
-	}
 	unique := make([]string, 0, len(keys))
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -90,7 +87,7 @@ func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys
 			unique = append(unique, k)
 		}
 	}
-	got, err := b.Dialect.InboxRecordMany(ctx, tx, b.Namespace, unique, clock.Now().UTC())
+	got, err := b.Dialect.InboxRecordMany(ctx, tx, b.Namespace, unique, clock.Or(b.Clock).Now().UTC())
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: batch inbox: record %d keys: %w", len(keys), err)
 	}

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jonboulle/clockwork"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 )
 
@@ -21,12 +22,13 @@ type Locker struct {
 	db    wsql.Beginner
 	d     dialects.Dialect
 	owner string
-	clock clockwork.Clock
+	clock oncebox.Clock
 }
 
-// NewLocker returns a Locker acting as owner.
-func NewLocker(db wsql.Beginner, d dialects.Dialect, owner string, clock clockwork.Clock) *Locker {
-	return &Locker{db: db, d: d, owner: owner, clock: clock}
+// NewLocker returns a Locker acting as owner, on c (the real clock when
+// nil).
+func NewLocker(db wsql.Beginner, d dialects.Dialect, owner string, c oncebox.Clock) *Locker {
+	return &Locker{db: db, d: d, owner: owner, clock: clock.Or(c)}
 }
 
 // TryAcquire takes the lease of job name for at most atMost, unless another

@@ -8,9 +8,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // Strategy computes the delay before the next poll from the outcome of the
@@ -95,17 +94,17 @@ func (s Schedule) Strategy() *Strategy {
 		MinFixedDelay: s.Min, MaxFixedDelay: s.Max, Multiplier: s.Multiplier})
 }
 
-// Sleep waits d on clock, or until wake fires; it returns false when ctx
+// Sleep waits d on c, or until wake fires; it returns false when ctx
 // ended first. A zero d does not wait. The timer is stopped on return, so a
-// fake clock never counts an abandoned waiter.
-func Sleep(ctx context.Context, clock clockwork.Clock, d time.Duration, wake <-chan struct{}) bool {
+// fake clock never counts an abandoned waiter (clock.NewTimer).
+func Sleep(ctx context.Context, c oncebox.Clock, d time.Duration, wake <-chan struct{}) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	if d <= 0 {
 		return true
 	}
-	t := clock.NewTimer(d)
+	t := clock.NewTimer(c, d)
 	defer t.Stop()
 	select {
 	case <-t.Chan():
@@ -130,14 +129,15 @@ type JobResult struct {
 // and calls done after each run with its result, duration and next delay. A
 // run that touched rows resets the delay to sched.Min. wake, if not nil,
 // starts a run at once.
-func RunJob(ctx context.Context, clock clockwork.Clock, sched Schedule, wake <-chan struct{},
+func RunJob(ctx context.Context, c oncebox.Clock, sched Schedule, wake <-chan struct{},
 	run func(ctx context.Context) JobResult, done func(r JobResult, took, next time.Duration)) {
 	s := sched.Strategy()
 	delay := s.Next(false) // Min, and the next idle run waits Min × Multiplier
-	for Sleep(ctx, clock, delay, wake) {
-		start := clock.Now()
+	c = clock.Or(c)
+	for Sleep(ctx, c, delay, wake) {
+		start := c.Now()
 		r := run(ctx)
 		delay = s.Next(r.Rows > 0)
-		done(r, clock.Since(start), delay)
+		done(r, c.Since(start), delay)
 	}
 }
