@@ -269,29 +269,44 @@ func drainRaw(batch int) func(ctx context.Context, r *relayDB, n int) (time.Dura
 	}
 }
 
-// claimAndMark claims up to limit due events with the dialect's EventsClaim
-// statement and marks them PROCESSED with its EventsMarkProcessed statement,
-// both sent through pgx; it returns how many it claimed.
+// claimAndMark claims up to limit due events and marks them PROCESSED, both
+// sent through pgx as a hand-written loop would: the statements are the
+// PostgreSQL dialect's unordered claim and mark (dialects/testdata/
+// postgres_relay.sql), written out here. It returns how many it claimed.
 func claimAndMark(ctx context.Context, pool *pgxpool.Pool, d *dialects.PostgreSQL, limit int) (int, error) {
 	token, err := oncebox.NewEventID()
 	if err != nil {
 		return 0, err
 	}
-	q := d.EventsClaim(dialects.ClaimParams{EventType: relayEventType, Limit: limit, Token: token, Now: time.Now().UTC()})
-	rows, err := pool.Query(ctx, q.SQL, q.Args...)
+	events := d.Tables().Events
+	now := time.Now().UTC()
+	rows, err := pool.Query(ctx, `WITH due AS (
+    SELECT id FROM `+events+`
+     WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2
+     ORDER BY next_retry_at, id
+     LIMIT $3
+       FOR UPDATE SKIP LOCKED
+)
+UPDATE `+events+` e
+   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, updated_at = $2
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at`,
+		relayEventType, now, limit, token.String())
 	if err != nil {
 		return 0, fmt.Errorf("claim: %w", err)
 	}
-	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (oncebox.EventID, error) {
+	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
 		var ev dialects.ClaimedEvent
 		err := r.Scan(ev.ScanTargets()...)
-		return ev.ID, err
+		return ev.ID.String(), err
 	})
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	m := d.EventsMarkProcessed(token, ids, time.Now().UTC())
-	if _, err := pool.Exec(ctx, m.SQL, m.Args...); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE "+events+` SET status = 'PROCESSED', updated_at = $1
+ WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'`,
+		time.Now().UTC(), ids, token.String()); err != nil {
 		return 0, fmt.Errorf("mark processed: %w", err)
 	}
 	return len(ids), nil

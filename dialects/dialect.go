@@ -1,15 +1,15 @@
-// Package dialects is the seam between oncebox and a database: each dialect
-// builds the SQL text and arguments of every operation and the migrations of
-// the schema, and does no I/O. The packages that talk to the database
-// (migrate, publisher, poller, middleware, dlq) run what a dialect builds.
-//
-// PostgreSQL is implemented. MySQL/MariaDB and Oracle fill the same interface:
-// the differences between the three are captured by [Features] (placeholder
-// style, RETURNING, the SKIP LOCKED form, the id column type, the
-// insert-or-ignore form, IN-list limits), and operations whose shape differs
-// (the claim is one statement on PostgreSQL and a select-then-update on MySQL)
-// return a list of queries to run in one transaction. docs/dialects.md shows
-// each form for all three.
+// Package dialects is the seam between oncebox and a database: a dialect
+// (PostgreSQL, MySQL/MariaDB, Oracle; New picks one from the
+// configuration) builds the SQL of every operation and the migrations of
+// the schema, and runs the operations whose shape differs between
+// databases (a claim is one statement on PostgreSQL, a read, a locking
+// read and an update in one transaction on MySQL and Oracle). The
+// packages that talk to the database (migrate, publisher, poller,
+// middleware, dlq) use the Dialect interface; the statement builders
+// behind it are not part of the API. The differences between the three
+// are captured by [Features] (placeholder style, RETURNING, the SKIP
+// LOCKED form, the id column type, the insert-or-ignore form, IN-list
+// limits); docs/dialects.md shows each form for all three.
 package dialects
 
 import (

@@ -144,10 +144,10 @@ func (d *MySQL) DLQDeleteResolved(cutoff time.Time, limit int) Query {
 	}
 }
 
-// DLQTransferSelect is the first statement of TransferDLQToOutbox: lock up
+// dLQTransferSelect is the first statement of TransferDLQToOutbox: lock up
 // to limit TO_RETRY rows, oldest first, skipping rows a concurrent transfer
 // holds. Index: (status, moved_at, id).
-func (d *MySQL) DLQTransferSelect(limit int) Query {
+func (d *MySQL) dLQTransferSelect(limit int) Query {
 	return Query{
 		SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at\n  FROM " +
 			d.tables.DLQ + `
@@ -159,12 +159,12 @@ func (d *MySQL) DLQTransferSelect(limit int) Query {
 	}
 }
 
-// DLQTransferInsert is the second statement of TransferDLQToOutbox: the
+// dLQTransferInsert is the second statement of TransferDLQToOutbox: the
 // events, PENDING, retry_count 0, due now; an event id already in the
 // outbox is re-armed exactly as on PostgreSQL (content from the DLQ row,
 // PENDING, retry_count 0, due now, claim and failure cleared, created_at
 // kept). Each row's event id and metadata are computed by the caller.
-func (d *MySQL) DLQTransferInsert(rows []EventRow, now time.Time) Query {
+func (d *MySQL) dLQTransferInsert(rows []EventRow, now time.Time) Query {
 	now = mysqlTime(now)
 	args := make([]any, 0, len(rows)*10)
 	var b strings.Builder
@@ -189,28 +189,28 @@ ON DUPLICATE KEY UPDATE
 	return Query{SQL: b.String(), Args: args}
 }
 
-// DLQDeleteID is the last statement of TransferDLQToOutbox, once per
+// dLQDeleteID is the last statement of TransferDLQToOutbox, once per
 // transferred row: remove it from the DLQ by primary key (one row per
-// statement: see EventsDelete).
-func (d *MySQL) DLQDeleteID(id oncebox.EventID) Query {
+// statement: see eventsDelete).
+func (d *MySQL) dLQDeleteID(id oncebox.EventID) Query {
 	return Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
-// DLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// dLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
 // idle TransferDLQToOutbox run stops there. Index: (status, moved_at, id).
-func (d *MySQL) DLQToRetryProbe() Query {
+func (d *MySQL) dLQToRetryProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' LIMIT 1"}
 }
 
-// TransferDLQToOutbox implements Dialect: DLQToRetryProbe, then DLQTransferSelect,
-// DLQTransferInsert and DLQDeleteID per row in one READ COMMITTED transaction, so a
+// TransferDLQToOutbox implements Dialect: dLQToRetryProbe, then dLQTransferSelect,
+// dLQTransferInsert and dLQDeleteID per row in one READ COMMITTED transaction, so a
 // crash leaves each row on one side and concurrent transfers take disjoint
 // rows. What PostgreSQL's statement computes is computed here: the event id
 // is the row's event_id or, for a consumed message that had none, the DLQ
 // row's own id; the metadata gets oncebox_event_id and oncebox_event_type;
 // rows sharing an event id become one event, the latest moved row winning.
 func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	if found, err := exists(ctx, db, d.DLQToRetryProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.dLQToRetryProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
@@ -225,7 +225,7 @@ func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now t
 			return err
 		}
 		if err := chunks(events, mysqlMaxBindParams/10, func(rows []EventRow) error {
-			_, err := execAffected(ctx, tx, d.DLQTransferInsert(rows, now))
+			_, err := execAffected(ctx, tx, d.dLQTransferInsert(rows, now))
 			return err
 		}); err != nil {
 			return err
@@ -234,7 +234,7 @@ func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now t
 		for i := range picked {
 			ids[i] = picked[i].ID
 		}
-		moved, err = deleteEach(ctx, tx, ids, d.DLQDeleteID)
+		moved, err = deleteEach(ctx, tx, ids, d.dLQDeleteID)
 		return err
 	})
 	if err != nil {
@@ -244,7 +244,7 @@ func (d *MySQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now t
 }
 
 func (d *MySQL) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]transferRow, error) {
-	q := d.DLQTransferSelect(limit)
+	q := d.dLQTransferSelect(limit)
 	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err

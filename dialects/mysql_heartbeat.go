@@ -32,10 +32,10 @@ func (d *MySQL) InstancesDeleteBefore(cutoff time.Time) Query {
 	return Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < ?", Args: []any{mysqlTime(cutoff)}}
 }
 
-// EventsInProcessProbe tells, without locking, whether any row is
+// eventsInProcessProbe tells, without locking, whether any row is
 // IN_PROCESS: an idle recovery run stops there. Index: (status,
 // claimed_at), covering.
-func (d *MySQL) EventsInProcessProbe() Query {
+func (d *MySQL) eventsInProcessProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS' LIMIT 1"}
 }
 
@@ -67,10 +67,10 @@ func (d *MySQL) EventsRecoverStale(p RecoverParams) Query {
 	}
 }
 
-// RecoverStale implements Dialect: EventsInProcessProbe, then, when a row
+// RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
 // is IN_PROCESS, EventsRecoverStale in its own READ COMMITTED transaction.
 func (d *MySQL) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, error) {
-	if found, err := exists(ctx, db, d.EventsInProcessProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.eventsInProcessProbe()); err != nil || !found {
 		return 0, false, err
 	}
 	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))

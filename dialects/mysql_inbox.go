@@ -33,14 +33,14 @@ func (d *MySQL) InboxInsert(consumer, id string, now time.Time) Query {
 	}
 }
 
-// InboxSelectPresent is the first statement of InboxRecordMany: the ids
+// inboxSelectPresent is the first statement of InboxRecordMany: the ids
 // already recorded. A plain read, not FOR UPDATE: a locking read takes gap
 // locks on the absent ids at REPEATABLE READ, and two callers then deadlock
 // on their inserts into those gaps (3 to 120 deadlocks in a race of 180
 // transactions, against 0 to 5 with the plain read; docs/mysql.md). At
 // REPEATABLE READ the plain read may miss ids committed after the caller's
 // snapshot; the insert's affected count catches them.
-func (d *MySQL) InboxSelectPresent(consumer string, ids []string) Query {
+func (d *MySQL) inboxSelectPresent(consumer string, ids []string) Query {
 	args := make([]any, 0, len(ids)+1)
 	args = append(args, consumer)
 	for _, id := range ids {
@@ -52,9 +52,9 @@ func (d *MySQL) InboxSelectPresent(consumer string, ids []string) Query {
 	}
 }
 
-// InboxInsertMany is the second statement of InboxRecordMany: INSERT IGNORE
+// inboxInsertMany is the second statement of InboxRecordMany: INSERT IGNORE
 // of every id in one statement; the affected count is the rows inserted.
-func (d *MySQL) InboxInsertMany(consumer string, ids []string, now time.Time) Query {
+func (d *MySQL) inboxInsertMany(consumer string, ids []string, now time.Time) Query {
 	now = mysqlTime(now)
 	args := make([]any, 0, 3*len(ids))
 	var b strings.Builder
@@ -72,7 +72,7 @@ func (d *MySQL) InboxInsertMany(consumer string, ids []string, now time.Time) Qu
 const inboxSavepoint = "oncebox_inbox_record"
 
 // InboxRecordMany implements Dialect in the caller's transaction tx, per
-// chunk of ids: InboxSelectPresent, then InboxInsertMany of the others under
+// chunk of ids: inboxSelectPresent, then inboxInsertMany of the others under
 // a savepoint. When it inserted every one of them, they are the new ids.
 // When it inserted fewer, a concurrent transaction inserted some of them
 // between the two statements and INSERT IGNORE does not say which: the
@@ -89,7 +89,7 @@ func (d *MySQL) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, co
 	}
 	var fresh []string
 	err := chunks(ids, mysqlInboxChunk, func(ids []string) error {
-		present, err := queryStrings(ctx, tx, d.InboxSelectPresent(consumer, ids))
+		present, err := queryStrings(ctx, tx, d.inboxSelectPresent(consumer, ids))
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (d *MySQL) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, co
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT "+inboxSavepoint); err != nil {
 			return err
 		}
-		n, err := execAffected(ctx, tx, d.InboxInsertMany(consumer, candidates, now))
+		n, err := execAffected(ctx, tx, d.inboxInsertMany(consumer, candidates, now))
 		if err != nil {
 			return err
 		}

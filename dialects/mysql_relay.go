@@ -23,12 +23,12 @@ import (
 // ClaimedEvent.ScanTargets.
 const claimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
 
-// EventsClaimSelect is the first statement of Claim: lock up to Limit due
+// eventsClaimSelect is the first statement of Claim: lock up to Limit due
 // PENDING rows of the type that no other claimer holds, in (next_retry_at,
 // id) order. Index: (status, event_type, next_retry_at), to which InnoDB
 // appends the primary key id, gives the rows in order without a sort; SKIP
 // LOCKED passes over the rows other claimers hold, never waiting.
-func (d *MySQL) EventsClaimSelect(p ClaimParams) Query {
+func (d *MySQL) eventsClaimSelect(p ClaimParams) Query {
 	return Query{
 		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
  WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
@@ -39,9 +39,9 @@ func (d *MySQL) EventsClaimSelect(p ClaimParams) Query {
 	}
 }
 
-// EventsClaimUpdate is the second statement of Claim: flip the locked rows
+// eventsClaimUpdate is the second statement of Claim: flip the locked rows
 // to IN_PROCESS with the claim's token and instance (claimed_by).
-func (d *MySQL) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
+func (d *MySQL) eventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 	now := mysqlTime(p.Now)
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?, claimed_by = ?, updated_at = ?
@@ -50,17 +50,17 @@ func (d *MySQL) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 	}
 }
 
-// EventsClaimProbe tells, without locking, whether a row of the type is
+// eventsClaimProbe tells, without locking, whether a row of the type is
 // due: the one statement an idle poll costs. Index: (status, event_type,
 // next_retry_at), covering.
-func (d *MySQL) EventsClaimProbe(p ClaimParams) Query {
+func (d *MySQL) eventsClaimProbe(p ClaimParams) Query {
 	return Query{
 		SQL:  "SELECT 1 FROM " + d.tables.Events + ` WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ? LIMIT 1`,
 		Args: []any{p.EventType, mysqlTime(p.Now)},
 	}
 }
 
-// EventsClaimCandidates is the first statement of an ordered claim
+// eventsClaimCandidates is the first statement of an ordered claim
 // (p.ByKey): a plain read, without locks, of the candidates of
 // orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
 // id) order. Not a locking read: inside SELECT … FOR UPDATE SKIP LOCKED,
@@ -73,19 +73,19 @@ func (d *MySQL) EventsClaimProbe(p ClaimParams) Query {
 // It doubles as the idle probe. Indexes: (status, event_type,
 // next_retry_at) for the window and the busy keys, (event_type,
 // partition_key, status) (migration 4) for the stop probes.
-func (d *MySQL) EventsClaimCandidates(p ClaimParams) Query {
+func (d *MySQL) eventsClaimCandidates(p ClaimParams) Query {
 	var b questionBinder
 	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "")
 	return Query{SQL: "WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id", Args: b.args}
 }
 
-// EventsClaimLockCandidates is the second statement of an ordered claim:
-// lock the candidates EventsClaimCandidates found, skipping those another
+// eventsClaimLockCandidates is the second statement of an ordered claim:
+// lock the candidates eventsClaimCandidates found, skipping those another
 // claimer holds, re-checking on each row's latest committed version (a
 // locking read) that it is still PENDING and due. Claim keeps a locked row
 // only when every candidate of its key before it was locked too
 // (keepKeyPrefixes). Primary key lookups.
-func (d *MySQL) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
+func (d *MySQL) eventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	return Query{
 		SQL: "SELECT " + claimColumns + " FROM " + d.tables.Events + `
  WHERE id IN ` + inList(len(ids)) + ` AND status = 'PENDING' AND next_retry_at <= ?
@@ -95,24 +95,24 @@ func (d *MySQL) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) 
 	}
 }
 
-// Claim implements Dialect: EventsClaimSelect then EventsClaimUpdate in one
+// Claim implements Dialect: eventsClaimSelect then eventsClaimUpdate in one
 // READ COMMITTED transaction, committed before it returns. An idle poll
-// stops at EventsClaimProbe: one plain read instead of the transaction's
+// stops at eventsClaimProbe: one plain read instead of the transaction's
 // four round trips (SET TRANSACTION, START TRANSACTION, SELECT, COMMIT).
-// Ordered (p.ByKey), EventsClaimCandidates takes the probe's place,
-// EventsClaimLockCandidates the select's, and the rows come in id order.
+// Ordered (p.ByKey), eventsClaimCandidates takes the probe's place,
+// eventsClaimLockCandidates the select's, and the rows come in id order.
 func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
-	lock := d.EventsClaimSelect(p)
+	lock := d.eventsClaimSelect(p)
 	var cands []candidate
 	if p.ByKey {
 		var ids []oncebox.EventID
 		var err error
-		cands, ids, err = queryCandidates(ctx, db, d.EventsClaimCandidates(p))
+		cands, ids, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p))
 		if err != nil || len(ids) == 0 {
 			return nil, mysqlHint(err)
 		}
-		lock = d.EventsClaimLockCandidates(p, ids)
-	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
+		lock = d.eventsClaimLockCandidates(p, ids)
+	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
 	var out []ClaimedEvent
@@ -129,7 +129,7 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 			}
 		}
 		err = chunks(claimedIDs(rows), mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
-			_, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, ids))
+			_, err := execAffected(ctx, tx, d.eventsClaimUpdate(p, ids))
 			return err
 		})
 		out = rows
@@ -144,11 +144,11 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 	return out, nil
 }
 
-// EventsMarkProcessed marks ids PROCESSED where the claim token matches. The
+// eventsMarkProcessed marks ids PROCESSED where the claim token matches. The
 // token guards the update: a row recovered and claimed again by another
 // instance has a new token, so a late finalize of the old claim changes
 // nothing. The token stays on the row, as on PostgreSQL.
-func (d *MySQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+func (d *MySQL) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = ?
  WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,
@@ -156,9 +156,9 @@ func (d *MySQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID
 	}
 }
 
-// EventsLockClaimed locks which of ids are still IN_PROCESS under token:
+// eventsLockClaimed locks which of ids are still IN_PROCESS under token:
 // the rows a finalize of that claim may mark. MarkProcessed's slow path.
-func (d *MySQL) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
+func (d *MySQL) eventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
 	return Query{
 		SQL: "SELECT id FROM " + d.tables.Events + ` WHERE id IN ` + inList(len(ids)) +
 			` AND claim_token = ? AND status = 'IN_PROCESS' FOR UPDATE`,
@@ -166,24 +166,24 @@ func (d *MySQL) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) 
 	}
 }
 
-// MarkProcessed implements Dialect: EventsMarkProcessed in one READ
+// MarkProcessed implements Dialect: eventsMarkProcessed in one READ
 // COMMITTED transaction; when it changed fewer rows than ids (a stale
 // finalize), that transaction is rolled back and the rows still this
-// claim's are locked (EventsLockClaimed) and marked, so that exactly the
+// claim's are locked (eventsLockClaimed) and marked, so that exactly the
 // ids this call marked are returned.
 func (d *MySQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
 	return markProcessed(ctx, db, readCommitted, mysqlMaxIDsPerStatement, ids,
-		func(ids []oncebox.EventID) Query { return d.EventsMarkProcessed(token, ids, now) },
-		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
+		func(ids []oncebox.EventID) Query { return d.eventsMarkProcessed(token, ids, now) },
+		func(ids []oncebox.EventID) Query { return d.eventsLockClaimed(token, ids) })
 }
 
-// MarkProcessedClaims implements ClaimsFinalizer: the EventsMarkProcessed
+// MarkProcessedClaims implements ClaimsFinalizer: the eventsMarkProcessed
 // statements of every claim in one READ COMMITTED transaction, one commit;
 // on a stale finalize, MarkProcessed per claim.
 func (d *MySQL) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
 	return markProcessedClaims(ctx, db, readCommitted, mysqlMaxIDsPerStatement, claims,
 		func(token oncebox.EventID, ids []oncebox.EventID) Query {
-			return d.EventsMarkProcessed(token, ids, now)
+			return d.eventsMarkProcessed(token, ids, now)
 		},
 		func(token oncebox.EventID, ids []oncebox.EventID) ([]oncebox.EventID, error) {
 			return d.MarkProcessed(ctx, db, token, ids, now)
@@ -193,7 +193,7 @@ func (d *MySQL) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claim
 // EventsMarkFailed implements Dialect: one UPDATE giving each row its own
 // status, retry count, next retry time and error through CASE id WHEN …
 // THEN … per column, under the same claim-token guard as
-// EventsMarkProcessed. The ids are written as hexadecimal literals (built
+// eventsMarkProcessed. The ids are written as hexadecimal literals (built
 // from their bytes, so safe in the text) rather than bound: a batch of
 // MaxBatchSize (10,000) failures then takes 3 parameters per row, 30,003 in
 // all, under the limit of 65,535, where binding the ids would take 9 per row.
@@ -269,19 +269,19 @@ func (d *MySQL) EventsRecover(cutoff, now time.Time, limit int) Query {
 	}
 }
 
-// EventsMoveSelect is the first statement of MoveToDLQ: lock up to limit
+// eventsMoveSelect is the first statement of MoveToDLQ: lock up to limit
 // FAILED rows, oldest first. Index: (status, updated_at).
-func (d *MySQL) EventsMoveSelect(limit int) Query {
+func (d *MySQL) eventsMoveSelect(limit int) Query {
 	return Query{
 		SQL:  "SELECT id FROM " + d.tables.Events + ` WHERE status = 'FAILED' ORDER BY updated_at, id LIMIT ? FOR UPDATE SKIP LOCKED`,
 		Args: []any{limit},
 	}
 }
 
-// EventsCopyToDLQ is the second statement of MoveToDLQ: copy the locked rows
+// eventsCopyToDLQ is the second statement of MoveToDLQ: copy the locked rows
 // into the DLQ table (status MOVED, source publisher, the DLQ row's id is
 // the event id).
-func (d *MySQL) EventsCopyToDLQ(ids []oncebox.EventID, now time.Time) Query {
+func (d *MySQL) eventsCopyToDLQ(ids []oncebox.EventID, now time.Time) Query {
 	now = mysqlTime(now)
 	return Query{
 		SQL: "INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
@@ -295,7 +295,7 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
 	}
 }
 
-// EventsDelete is the last statement of MoveToDLQ, once per copied row:
+// eventsDelete is the last statement of MoveToDLQ, once per copied row:
 // delete it by primary key.
 //
 // Locks: one row per statement, by design. A DELETE, unlike an UPDATE, locks
@@ -306,7 +306,7 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
 // Four relays moving rows at once deadlocked that way (measured,
 // TestMySQLFourPollersFailToTheDLQAndRetryFromIt); id = ? is always a
 // primary key lookup.
-func (d *MySQL) EventsDelete(id oncebox.EventID) Query {
+func (d *MySQL) eventsDelete(id oncebox.EventID) Query {
 	return Query{SQL: "DELETE FROM " + d.tables.Events + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
@@ -323,31 +323,31 @@ func deleteEach(ctx context.Context, tx wsql.Tx, ids []oncebox.EventID, del func
 	return n, nil
 }
 
-// EventsFailedProbe tells, without locking, whether a FAILED row waits: an
+// eventsFailedProbe tells, without locking, whether a FAILED row waits: an
 // idle MoveToDLQ run stops there. Index: (status, updated_at).
-func (d *MySQL) EventsFailedProbe() Query {
+func (d *MySQL) eventsFailedProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'FAILED' LIMIT 1"}
 }
 
-// MoveToDLQ implements Dialect: EventsFailedProbe, then EventsMoveSelect, EventsCopyToDLQ and
-// EventsDelete per row in one READ COMMITTED transaction: a crash leaves each row
+// MoveToDLQ implements Dialect: eventsFailedProbe, then eventsMoveSelect, eventsCopyToDLQ and
+// eventsDelete per row in one READ COMMITTED transaction: a crash leaves each row
 // either in the outbox or in the DLQ.
 func (d *MySQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	if found, err := exists(ctx, db, d.EventsFailedProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.eventsFailedProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
 	err := inTx(ctx, db, readCommitted, func(tx wsql.Tx) error {
 		moved = 0
-		ids, err := queryIDs(ctx, tx, d.EventsMoveSelect(limit))
+		ids, err := queryIDs(ctx, tx, d.eventsMoveSelect(limit))
 		if err != nil {
 			return err
 		}
 		return chunks(ids, mysqlMaxIDsPerStatement, func(ids []oncebox.EventID) error {
-			if _, err := execAffected(ctx, tx, d.EventsCopyToDLQ(ids, now)); err != nil {
+			if _, err := execAffected(ctx, tx, d.eventsCopyToDLQ(ids, now)); err != nil {
 				return err
 			}
-			n, err := deleteEach(ctx, tx, ids, d.EventsDelete)
+			n, err := deleteEach(ctx, tx, ids, d.eventsDelete)
 			moved += n
 			return err
 		})
@@ -369,18 +369,18 @@ func (d *MySQL) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
 	}
 }
 
-// LeaseInsert is the first statement of AcquireLease: the job's row, with a
+// leaseInsert is the first statement of AcquireLease: the job's row, with a
 // lease that has already ended, unless it exists.
-func (d *MySQL) LeaseInsert(l Lease) Query {
+func (d *MySQL) leaseInsert(l Lease) Query {
 	return Query{
 		SQL:  "INSERT IGNORE INTO " + d.tables.Jobs + " (name, locked_by, locked_at, lock_until) VALUES (?, NULL, NULL, ?)",
 		Args: []any{l.Name, mysqlTime(l.LockedAt)},
 	}
 }
 
-// LeaseTake is the second statement of AcquireLease: take the lease when
+// leaseTake is the second statement of AcquireLease: take the lease when
 // the holder's has run out; one row affected means taken.
-func (d *MySQL) LeaseTake(l Lease) Query {
+func (d *MySQL) leaseTake(l Lease) Query {
 	at := mysqlTime(l.LockedAt)
 	return Query{
 		SQL:  "UPDATE " + d.tables.Jobs + " SET locked_by = ?, locked_at = ?, lock_until = ? WHERE name = ? AND lock_until <= ?",
@@ -388,13 +388,13 @@ func (d *MySQL) LeaseTake(l Lease) Query {
 	}
 }
 
-// AcquireLease implements Dialect with LeaseInsert then LeaseTake, each
+// AcquireLease implements Dialect with leaseInsert then leaseTake, each
 // atomic on its own: no transaction is needed.
 func (d *MySQL) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
-	if _, err := execAffected(ctx, db, d.LeaseInsert(l)); err != nil {
+	if _, err := execAffected(ctx, db, d.leaseInsert(l)); err != nil {
 		return false, err
 	}
-	n, err := execAffected(ctx, db, d.LeaseTake(l))
+	n, err := execAffected(ctx, db, d.leaseTake(l))
 	return n == 1, err
 }
 

@@ -129,28 +129,28 @@ func (d *Oracle) DLQDeleteResolved(cutoff time.Time, limit int) Query {
 		" AND ROWNUM <= " + b.p(limit) + ")")
 }
 
-// DLQTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
+// dLQTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
 // (moved_at, id) order, FOR UPDATE SKIP LOCKED, fetched up to the limit.
 // Index: (status, moved_at, id).
-// DLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// dLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
 // idle TransferDLQToOutbox run stops there.
-func (d *Oracle) DLQToRetryProbe() Query {
+func (d *Oracle) dLQToRetryProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' AND ROWNUM = 1"}
 }
 
-func (d *Oracle) DLQTransferLock() Query {
+func (d *Oracle) dLQTransferLock() Query {
 	return Query{SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at" +
 		"\n  FROM " + d.tables.DLQ + "\n WHERE status = 'TO_RETRY'\n ORDER BY moved_at, id\n   FOR UPDATE SKIP LOCKED"}
 }
 
-// DLQTransferRearm re-arms the outbox row of r's event id, if any, as
+// dLQTransferRearm re-arms the outbox row of r's event id, if any, as
 // PostgreSQL's ON CONFLICT DO UPDATE does: content from the DLQ row,
 // PENDING, retry_count 0, due now, claim and failure cleared. One affected
-// row means it existed; otherwise DLQTransferInsert inserts it. (Two
+// row means it existed; otherwise dLQTransferInsert inserts it. (Two
 // statements, not a MERGE: the payload and metadata are LOBs, whose binds
 // beyond 32 KB go-ora sends as LONG, which a MERGE's USING subquery does not
 // take.)
-func (d *Oracle) DLQTransferRearm(r EventRow, now time.Time) Query {
+func (d *Oracle) dLQTransferRearm(r EventRow, now time.Time) Query {
 	var b binder
 	return b.query("UPDATE " + d.tables.Events + " SET event_type = " + b.p(r.EventType) + ", topic = " + b.p(r.Topic) +
 		", partition_key = " + b.p(nullable(r.Key)) + ",\n       message_uuid = " + b.p(r.MessageUUID) +
@@ -160,8 +160,8 @@ func (d *Oracle) DLQTransferRearm(r EventRow, now time.Time) Query {
 		"\n WHERE id = " + b.p(d.EncodeID(r.ID)))
 }
 
-// DLQTransferInsert inserts r into the outbox as a PENDING event due now.
-func (d *Oracle) DLQTransferInsert(r EventRow, now time.Time) Query {
+// dLQTransferInsert inserts r into the outbox as a PENDING event due now.
+func (d *Oracle) dLQTransferInsert(r EventRow, now time.Time) Query {
 	var b binder
 	return b.query("INSERT INTO " + d.tables.Events + " (" + eventInsertColumns + ")\nVALUES (" +
 		b.p(d.EncodeID(r.ID)) + ", " + b.p(r.EventType) + ", " + b.p(r.Topic) + ", " + b.p(nullable(r.Key)) + ", " +
@@ -169,8 +169,8 @@ func (d *Oracle) DLQTransferInsert(r EventRow, now time.Time) Query {
 		b.t(now) + ", " + b.t(r.CreatedAt) + ", " + b.t(now) + ")")
 }
 
-// DLQTransferDelete removes the transferred rows from the DLQ.
-func (d *Oracle) DLQTransferDelete(ids []oncebox.EventID) Query {
+// dLQTransferDelete removes the transferred rows from the DLQ.
+func (d *Oracle) dLQTransferDelete(ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("DELETE FROM " + d.tables.DLQ + " WHERE " + b.idIn("id", ids, d))
 }

@@ -34,10 +34,10 @@ func (d *Oracle) InstancesDeleteBefore(cutoff time.Time) Query {
 	return b.query("DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < " + b.t(cutoff))
 }
 
-// EventsInProcessProbe tells, without locking, whether any row is
+// eventsInProcessProbe tells, without locking, whether any row is
 // IN_PROCESS: an idle recovery run stops there. A plain read, so ROWNUM
 // is safe. Index: (status, claimed_at).
-func (d *Oracle) EventsInProcessProbe() Query {
+func (d *Oracle) eventsInProcessProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS' AND ROWNUM = 1"}
 }
 
@@ -65,10 +65,10 @@ func (d *Oracle) EventsRecoverStale(p RecoverParams) Query {
 	return b.query(sql)
 }
 
-// RecoverStale implements Dialect: EventsInProcessProbe, then, when a row
+// RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
 // is IN_PROCESS, EventsRecoverStale in its own transaction.
 func (d *Oracle) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, error) {
-	if found, err := exists(ctx, db, d.EventsInProcessProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.eventsInProcessProbe()); err != nil || !found {
 		return 0, false, err
 	}
 	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))

@@ -11,7 +11,7 @@ import (
 // ClaimedEvent.ScanTargets.
 const oracleClaimColumns = "id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at"
 
-// EventsClaimLock is the claim's cursor: every due PENDING row of the type
+// eventsClaimLock is the claim's cursor: every due PENDING row of the type
 // in (next_retry_at, id) order, FOR UPDATE SKIP LOCKED. With SKIP LOCKED Oracle
 // locks rows as they are fetched, so Claim fetches Limit rows and closes the
 // cursor; no FETCH FIRST (ORA-02014 with FOR UPDATE) and no ROWNUM (it cuts
@@ -19,7 +19,7 @@ const oracleClaimColumns = "id, topic, partition_key, message_uuid, payload, met
 // all get the same first rows, minus those locked: mostly nothing). Index:
 // (status, event_type, next_retry_at, id) (migration 2) gives the rows in
 // order.
-func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
+func (d *Oracle) eventsClaimLock(p ClaimParams) Query {
 	var b binder
 	return b.query("SELECT " + oracleClaimColumns + "\n  FROM " + d.tables.Events +
 		"\n WHERE status = 'PENDING' AND event_type = " + b.p(p.EventType) +
@@ -27,7 +27,7 @@ func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 		"\n ORDER BY next_retry_at, id\n   FOR UPDATE SKIP LOCKED")
 }
 
-// EventsClaimCandidates is the first statement of an ordered claim
+// eventsClaimCandidates is the first statement of an ordered claim
 // (p.ByKey): a plain read, without locks, of the candidates of
 // orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
 // id) order. A plain read sees the committed state whatever the locks, so
@@ -36,7 +36,7 @@ func (d *Oracle) EventsClaimLock(p ClaimParams) Query {
 // Indexes: (status, event_type, next_retry_at, id) for the window and the
 // busy keys, (event_type, partition_key, status, id) (migration 4) for the
 // stop probes.
-func (d *Oracle) EventsClaimCandidates(p ClaimParams) Query {
+func (d *Oracle) eventsClaimCandidates(p ClaimParams) Query {
 	var b binder
 	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "")
 	return b.query("WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id")
@@ -48,36 +48,36 @@ func oracleFirstRows(query, n string) string {
 	return "SELECT * FROM (" + query + ")\n                        WHERE ROWNUM <= " + n
 }
 
-// EventsClaimLockCandidates is the ordered claim's cursor: the candidates
-// EventsClaimCandidates found that are still PENDING and due on their
+// eventsClaimLockCandidates is the ordered claim's cursor: the candidates
+// eventsClaimCandidates found that are still PENDING and due on their
 // current version, in (next_retry_at, id) order, FOR UPDATE SKIP LOCKED;
 // Claim fetches them all and keeps a locked row only when every candidate
 // of its key before it was locked too (keepKeyPrefixes).
-func (d *Oracle) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
+func (d *Oracle) eventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("SELECT " + oracleClaimColumns + "\n  FROM " + d.tables.Events +
 		"\n WHERE " + b.idIn("id", ids, d) + " AND status = 'PENDING' AND next_retry_at <= " + b.t(p.Now) +
 		"\n ORDER BY next_retry_at, id\n   FOR UPDATE SKIP LOCKED")
 }
 
-// EventsClaimProbe tells, without locking, whether a row of the type is
+// eventsClaimProbe tells, without locking, whether a row of the type is
 // due: the one statement of an idle poll (no transaction, no cursor of
 // locks). A plain read, so ROWNUM is safe here.
-func (d *Oracle) EventsClaimProbe(p ClaimParams) Query {
+func (d *Oracle) eventsClaimProbe(p ClaimParams) Query {
 	var b binder
 	return b.query("SELECT 1 FROM " + d.tables.Events + "\n WHERE status = 'PENDING' AND event_type = " + b.p(p.EventType) +
 		" AND next_retry_at <= " + b.t(p.Now) + " AND ROWNUM = 1")
 }
 
-// EventsFailedProbe tells, without locking, whether a FAILED row waits: an
+// eventsFailedProbe tells, without locking, whether a FAILED row waits: an
 // idle MoveToDLQ run stops there.
-func (d *Oracle) EventsFailedProbe() Query {
+func (d *Oracle) eventsFailedProbe() Query {
 	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'FAILED' AND ROWNUM = 1"}
 }
 
-// EventsClaimUpdate flips the rows the claim's cursor locked to IN_PROCESS
+// eventsClaimUpdate flips the rows the claim's cursor locked to IN_PROCESS
 // with the claim's token and instance (claimed_by).
-func (d *Oracle) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
+func (d *Oracle) eventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("UPDATE " + d.tables.Events + " SET status = 'IN_PROCESS', claim_token = " +
 		b.p(d.EncodeID(p.Token)) + ", claimed_at = " + b.t(p.Now) + ", claimed_by = " + b.p(nullable(p.Instance)) +
@@ -85,20 +85,20 @@ func (d *Oracle) EventsClaimUpdate(p ClaimParams, ids []oncebox.EventID) Query {
 		"\n WHERE " + b.idIn("id", ids, d))
 }
 
-// EventsMarkProcessed marks ids PROCESSED under the claim-token guard (a row
+// eventsMarkProcessed marks ids PROCESSED under the claim-token guard (a row
 // recovered and claimed again has a new token, so a late finalize changes
 // nothing). Without RETURNING, MarkProcessed reads back which ids it marked
 // when fewer rows than ids were affected.
-func (d *Oracle) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+func (d *Oracle) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
 	var b binder
 	return b.query("UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.t(now) +
 		"\n WHERE " + b.idIn("id", ids, d) + " AND claim_token = " + b.p(d.EncodeID(token)) +
 		" AND status = 'IN_PROCESS'")
 }
 
-// EventsLockClaimed locks which of ids are still IN_PROCESS under token:
+// eventsLockClaimed locks which of ids are still IN_PROCESS under token:
 // the rows a finalize of that claim may mark. MarkProcessed's slow path.
-func (d *Oracle) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
+func (d *Oracle) eventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("SELECT id FROM " + d.tables.Events + "\n WHERE " + b.idIn("id", ids, d) +
 		" AND claim_token = " + b.p(d.EncodeID(token)) + " AND status = 'IN_PROCESS' FOR UPDATE")
@@ -195,17 +195,17 @@ func (d *Oracle) EventsRecover(cutoff, now time.Time, limit int) Query {
 		" AND ROWNUM <= " + b.p(limit) + ")")
 }
 
-// EventsMoveLock is MoveToDLQ's cursor over the FAILED rows, oldest first,
+// eventsMoveLock is MoveToDLQ's cursor over the FAILED rows, oldest first,
 // FOR UPDATE SKIP LOCKED, fetched up to the limit.
-func (d *Oracle) EventsMoveLock() Query {
+func (d *Oracle) eventsMoveLock() Query {
 	return Query{SQL: "SELECT id FROM " + d.tables.Events +
 		"\n WHERE status = 'FAILED'\n ORDER BY updated_at\n   FOR UPDATE SKIP LOCKED"}
 }
 
-// EventsMoveCopy copies the locked FAILED rows into the DLQ (status MOVED,
+// eventsMoveCopy copies the locked FAILED rows into the DLQ (status MOVED,
 // source publisher, handler_name ' ' for "", the DLQ row's id is the event
 // id).
-func (d *Oracle) EventsMoveCopy(ids []oncebox.EventID, now time.Time) Query {
+func (d *Oracle) eventsMoveCopy(ids []oncebox.EventID, now time.Time) Query {
 	var b binder
 	return b.query("INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
@@ -215,8 +215,8 @@ SELECT id, id, 'publisher', ' ', event_type, topic, partition_key, message_uuid,
 		"\n  FROM " + d.tables.Events + "\n WHERE " + b.idIn("id", ids, d) + " AND status = 'FAILED'")
 }
 
-// EventsMoveDelete deletes the moved rows from the outbox.
-func (d *Oracle) EventsMoveDelete(ids []oncebox.EventID) Query {
+// eventsMoveDelete deletes the moved rows from the outbox.
+func (d *Oracle) eventsMoveDelete(ids []oncebox.EventID) Query {
 	var b binder
 	return b.query("DELETE FROM " + d.tables.Events + " WHERE " + b.idIn("id", ids, d) + " AND status = 'FAILED'")
 }
@@ -233,10 +233,10 @@ func (d *Oracle) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
 		" AND ROWNUM <= " + b.p(limit) + ")")
 }
 
-// LeaseAcquire is AcquireLease's statement: one MERGE that inserts the
+// leaseAcquire is AcquireLease's statement: one MERGE that inserts the
 // lease or takes it over when the holder's has run out; one affected row
 // means taken.
-func (d *Oracle) LeaseAcquire(l Lease) Query {
+func (d *Oracle) leaseAcquire(l Lease) Query {
 	var b binder
 	return b.query("MERGE INTO " + d.tables.Jobs + " j\nUSING (SELECT " + b.p(l.Name) + " AS name, " + b.p(l.Owner) +
 		" AS locked_by, " + b.t(l.LockedAt) + " AS locked_at, " + b.t(l.Until) + ` AS lock_until FROM DUAL) s

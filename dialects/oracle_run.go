@@ -36,24 +36,24 @@ const oracleMaxIDsPerStatement = 30000
 // Claim implements Dialect: open the claim cursor, fetch up to p.Limit rows
 // (locking them), close it, flip them to IN_PROCESS by id, commit. Ordered
 // (p.ByKey), the candidates are read first without locks
-// (EventsClaimCandidates, which also serves as the idle probe), the cursor
-// is EventsClaimLockCandidates, and the rows come in id order.
+// (eventsClaimCandidates, which also serves as the idle probe), the cursor
+// is eventsClaimLockCandidates, and the rows come in id order.
 func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	lock := d.EventsClaimLock(p)
+	lock := d.eventsClaimLock(p)
 	limit := p.Limit
 	var cands []candidate
 	if p.ByKey {
 		var ids []oncebox.EventID
 		var err error
-		cands, ids, err = queryCandidates(ctx, db, d.EventsClaimCandidates(p))
+		cands, ids, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p))
 		if err != nil || len(ids) == 0 {
 			return nil, err
 		}
-		lock, limit = d.EventsClaimLockCandidates(p, ids), len(ids)
-	} else if due, err := exists(ctx, db, d.EventsClaimProbe(p)); err != nil || !due {
+		lock, limit = d.eventsClaimLockCandidates(p, ids), len(ids)
+	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
 	var out []ClaimedEvent
@@ -69,7 +69,7 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 				return nil
 			}
 		}
-		if _, err := execAffected(ctx, tx, d.EventsClaimUpdate(p, claimedIDs(events))); err != nil {
+		if _, err := execAffected(ctx, tx, d.eventsClaimUpdate(p, claimedIDs(events))); err != nil {
 			return err
 		}
 		out = events
@@ -87,21 +87,21 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 // MarkProcessed implements Dialect: the guarded update in one transaction;
 // when it affected fewer rows than ids (a stale finalize), that transaction
 // is rolled back and the rows still this claim's are locked
-// (EventsLockClaimed) and marked, so exactly the ids this call marked are
+// (eventsLockClaimed) and marked, so exactly the ids this call marked are
 // returned (markProcessed in run.go).
 func (d *Oracle) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
 	return markProcessed(ctx, db, oracleTx, oracleMaxIDsPerStatement, ids,
-		func(ids []oncebox.EventID) Query { return d.EventsMarkProcessed(token, ids, now) },
-		func(ids []oncebox.EventID) Query { return d.EventsLockClaimed(token, ids) })
+		func(ids []oncebox.EventID) Query { return d.eventsMarkProcessed(token, ids, now) },
+		func(ids []oncebox.EventID) Query { return d.eventsLockClaimed(token, ids) })
 }
 
-// MarkProcessedClaims implements ClaimsFinalizer: the EventsMarkProcessed
+// MarkProcessedClaims implements ClaimsFinalizer: the eventsMarkProcessed
 // statements of every claim in one transaction, one commit; on a stale
 // finalize, MarkProcessed per claim.
 func (d *Oracle) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
 	return markProcessedClaims(ctx, db, oracleTx, oracleMaxIDsPerStatement, claims,
 		func(token oncebox.EventID, ids []oncebox.EventID) Query {
-			return d.EventsMarkProcessed(token, ids, now)
+			return d.eventsMarkProcessed(token, ids, now)
 		},
 		func(token oncebox.EventID, ids []oncebox.EventID) ([]oncebox.EventID, error) {
 			return d.MarkProcessed(ctx, db, token, ids, now)
@@ -114,22 +114,22 @@ func (d *Oracle) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time,
 	if limit <= 0 {
 		return 0, nil
 	}
-	if found, err := exists(ctx, db, d.EventsFailedProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.eventsFailedProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
 	err := inTx(ctx, db, oracleTx, func(tx wsql.Tx) error {
 		moved = 0
-		ids, err := oracleLockIDs(ctx, tx, d.EventsMoveLock(), limit)
+		ids, err := oracleLockIDs(ctx, tx, d.eventsMoveLock(), limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
 		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, d.EventsMoveCopy(part, now))
+			n, err := execAffected(ctx, tx, d.eventsMoveCopy(part, now))
 			if err != nil {
 				return err
 			}
-			if _, err := execAffected(ctx, tx, d.EventsMoveDelete(part)); err != nil {
+			if _, err := execAffected(ctx, tx, d.eventsMoveDelete(part)); err != nil {
 				return err
 			}
 			moved += int(n)
@@ -170,7 +170,7 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 	if limit <= 0 {
 		return 0, nil
 	}
-	if found, err := exists(ctx, db, d.DLQToRetryProbe()); err != nil || !found {
+	if found, err := exists(ctx, db, d.dLQToRetryProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
@@ -185,12 +185,12 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 			return err
 		}
 		for _, e := range events {
-			n, err := execAffected(ctx, tx, d.DLQTransferRearm(e, now))
+			n, err := execAffected(ctx, tx, d.dLQTransferRearm(e, now))
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				if _, err := execAffected(ctx, tx, d.DLQTransferInsert(e, now)); err != nil {
+				if _, err := execAffected(ctx, tx, d.dLQTransferInsert(e, now)); err != nil {
 					return err
 				}
 			}
@@ -200,7 +200,7 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 			ids[i] = r.ID
 		}
 		return chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
-			n, err := execAffected(ctx, tx, d.DLQTransferDelete(part))
+			n, err := execAffected(ctx, tx, d.dLQTransferDelete(part))
 			moved += int(n)
 			return err
 		})
@@ -212,7 +212,7 @@ func (d *Oracle) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now 
 }
 
 func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, limit int) ([]transferRow, error) {
-	q := d.DLQTransferLock()
+	q := d.dLQTransferLock()
 	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err
@@ -230,11 +230,11 @@ func (d *Oracle) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, 
 	return out, rowsErr(rows)
 }
 
-// AcquireLease implements Dialect with the one MERGE of LeaseAcquire. Two
+// AcquireLease implements Dialect with the one MERGE of leaseAcquire. Two
 // instances inserting the first lease at once: the second waits, then fails
 // with ORA-00001, which means "not taken".
 func (d *Oracle) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
-	n, err := execAffected(ctx, db, d.LeaseAcquire(l))
+	n, err := execAffected(ctx, db, d.leaseAcquire(l))
 	if isUniqueViolation(err) {
 		return false, nil
 	}

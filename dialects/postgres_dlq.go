@@ -163,7 +163,7 @@ func (d *PostgreSQL) DLQDeleteWhere(f DLQFilter) Query {
 	return Query{SQL: "DELETE FROM " + d.tables.DLQ + whereClause(conds), Args: args}
 }
 
-// DLQTransferToOutbox implements Dialect: up to limit TO_RETRY rows go back
+// dLQTransferToOutbox implements Dialect: up to limit TO_RETRY rows go back
 // to the outbox as PENDING events due now, with retry_count 0, and leave the
 // DLQ, in one statement and so in one transaction: a crash leaves each row
 // on one side. The DLQ status IN_PROCESS is not used.
@@ -187,7 +187,7 @@ func (d *PostgreSQL) DLQDeleteWhere(f DLQFilter) Query {
 // operator's status change waits for (or is skipped by) the transfer, never
 // overwritten. The re-arm takes the outbox row's lock. Index: (status,
 // moved_at, id) gives the TO_RETRY rows in order.
-func (d *PostgreSQL) DLQTransferToOutbox(now time.Time, limit int) Query {
+func (d *PostgreSQL) dLQTransferToOutbox(now time.Time, limit int) Query {
 	return Query{
 		SQL: `WITH picked AS MATERIALIZED (
     SELECT id, COALESCE(event_id, id) AS event_id, event_type, topic, partition_key, message_uuid,

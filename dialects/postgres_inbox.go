@@ -19,9 +19,9 @@ ON CONFLICT DO NOTHING`,
 	}
 }
 
-// InboxInsertMany implements Dialect: record ids in one statement and
+// inboxInsertMany implements Dialect: record ids in one statement and
 // return, one per row, those that were new.
-func (d *PostgreSQL) InboxInsertMany(consumer string, ids []string, now time.Time) Query {
+func (d *PostgreSQL) inboxInsertMany(consumer string, ids []string, now time.Time) Query {
 	return Query{
 		SQL: "INSERT INTO " + d.tables.Inbox + ` (consumer, event_id, processed_at)
 SELECT $1, id, $3 FROM unnest($2::text[]) AS t(id)

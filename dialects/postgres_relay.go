@@ -6,7 +6,7 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 )
 
-// EventsClaim implements Dialect: one statement that locks up to Limit due
+// eventsClaim implements Dialect: one statement that locks up to Limit due
 // PENDING rows of the type, skipping rows other claimers hold, and flips them
 // to IN_PROCESS with a new claim token and the claiming instance
 // (claimed_by). Run outside a transaction, it commits
@@ -21,7 +21,7 @@ import (
 //
 // With p.ByKey only a prefix of each idle key's PENDING rows is taken
 // (eventsClaimByKey, docs/ordering.md).
-func (d *PostgreSQL) EventsClaim(p ClaimParams) Query {
+func (d *PostgreSQL) eventsClaim(p ClaimParams) Query {
 	if p.ByKey {
 		return d.eventsClaimByKey(p)
 	}
@@ -42,7 +42,7 @@ RETURNING e.` + claimReturningQualified,
 	}
 }
 
-// eventsClaimByKey is EventsClaim of an ordered type, still one statement:
+// eventsClaimByKey is eventsClaim of an ordered type, still one statement:
 // the candidates of orderedCandidates (a prefix of each idle key's PENDING
 // rows within a window of due rows), locked FOR UPDATE OF c SKIP LOCKED
 // with a re-check on their latest version that they are still PENDING and
@@ -94,11 +94,11 @@ RETURNING e.` + claimReturningQualified,
 // the order of ClaimedEvent.ScanTargets.
 const claimReturningQualified = "id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at"
 
-// EventsMarkProcessed implements Dialect. The claim token guards the update:
+// eventsMarkProcessed implements Dialect. The claim token guards the update:
 // a row recovered and claimed again by another instance has a new token, so a
 // late finalize of the old claim changes nothing. It returns the ids it
 // marked, so that only those are reported as sent.
-func (d *PostgreSQL) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
+func (d *PostgreSQL) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query {
 	return Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = $1
  WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'
@@ -107,16 +107,16 @@ RETURNING id`,
 	}
 }
 
-// EventsMarkProcessedClaims is EventsMarkProcessed for the confirmed rows of
+// eventsMarkProcessedClaims is eventsMarkProcessed for the confirmed rows of
 // several claims at once (a merged finalize): one statement, one commit.
 // Each row carries its own claim's token, so the guard is the same as
-// EventsMarkProcessed's: a row whose claim was recovered and taken again
+// eventsMarkProcessed's: a row whose claim was recovered and taken again
 // meanwhile has a new token and is left alone, whatever the other claims
 // of the statement. It returns the ids it marked.
 //
-// Locks: row locks on the rows it updates, as EventsMarkProcessed. Index:
+// Locks: row locks on the rows it updates, as eventsMarkProcessed. Index:
 // the primary key, one probe per (id, token) pair of the unnested arrays.
-func (d *PostgreSQL) EventsMarkProcessedClaims(claims []ClaimIDs, now time.Time) Query {
+func (d *PostgreSQL) eventsMarkProcessedClaims(claims []ClaimIDs, now time.Time) Query {
 	n := 0
 	for _, c := range claims {
 		n += len(c.IDs)
@@ -141,7 +141,7 @@ RETURNING e.id`,
 
 // EventsMarkFailed implements Dialect: each row gets its own retry count,
 // next retry time and status from arrays unnested in one statement, under the
-// same claim-token guard as EventsMarkProcessed.
+// same claim-token guard as eventsMarkProcessed.
 func (d *PostgreSQL) EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query {
 	ids := make([]string, len(rows))
 	statuses := make([]string, len(rows))
@@ -190,11 +190,11 @@ func (d *PostgreSQL) EventsRecover(cutoff, now time.Time, limit int) Query {
 	}
 }
 
-// EventsMoveToDLQ implements Dialect: up to limit FAILED rows are locked,
+// eventsMoveToDLQ implements Dialect: up to limit FAILED rows are locked,
 // copied into the DLQ table (status MOVED, source publisher, the DLQ row's id
 // is the event id) and deleted, all in one statement and so in one
 // transaction: a crash leaves each row either in the outbox or in the DLQ.
-func (d *PostgreSQL) EventsMoveToDLQ(now time.Time, limit int) Query {
+func (d *PostgreSQL) eventsMoveToDLQ(now time.Time, limit int) Query {
 	return Query{
 		SQL: `WITH moved AS (
     DELETE FROM ` + d.tables.Events + `
@@ -224,9 +224,9 @@ func (d *PostgreSQL) EventsDeleteProcessed(cutoff time.Time, limit int) Query {
 	}
 }
 
-// LeaseAcquire implements Dialect: take the lease when nobody holds it or
+// leaseAcquire implements Dialect: take the lease when nobody holds it or
 // when the holder's lease has run out; one row affected means taken.
-func (d *PostgreSQL) LeaseAcquire(l Lease) Query {
+func (d *PostgreSQL) leaseAcquire(l Lease) Query {
 	return Query{
 		SQL: "INSERT INTO " + d.tables.Jobs + ` AS j (name, locked_by, locked_at, lock_until) VALUES ($1, $2, $3, $4)
 ON CONFLICT (name) DO UPDATE SET locked_by = EXCLUDED.locked_by, locked_at = EXCLUDED.locked_at,

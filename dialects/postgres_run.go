@@ -12,10 +12,10 @@ import (
 // PostgreSQL runs each operation as one statement outside any transaction:
 // data-modifying CTEs and RETURNING make every operation atomic on its own.
 
-// Claim implements Dialect with the one statement of EventsClaim; an
+// Claim implements Dialect with the one statement of eventsClaim; an
 // ordered claim's rows in id order.
 func (d *PostgreSQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error) {
-	events, err := queryClaimed(ctx, db, d.EventsClaim(p), 0)
+	events, err := queryClaimed(ctx, db, d.eventsClaim(p), 0)
 	if p.ByKey {
 		sortByID(events)
 	}
@@ -23,42 +23,42 @@ func (d *PostgreSQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams)
 }
 
 // MarkProcessed implements Dialect with the one statement of
-// EventsMarkProcessed.
+// eventsMarkProcessed.
 func (d *PostgreSQL) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
-	return queryIDs(ctx, db, d.EventsMarkProcessed(token, ids, now))
+	return queryIDs(ctx, db, d.eventsMarkProcessed(token, ids, now))
 }
 
 // MarkProcessedClaims implements ClaimsFinalizer with the one statement of
-// EventsMarkProcessedClaims.
+// eventsMarkProcessedClaims.
 func (d *PostgreSQL) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error) {
-	return queryIDs(ctx, db, d.EventsMarkProcessedClaims(claims, now))
+	return queryIDs(ctx, db, d.eventsMarkProcessedClaims(claims, now))
 }
 
-// MoveToDLQ implements Dialect with the one statement of EventsMoveToDLQ.
+// MoveToDLQ implements Dialect with the one statement of eventsMoveToDLQ.
 func (d *PostgreSQL) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	n, err := execAffected(ctx, db, d.EventsMoveToDLQ(now, limit))
+	n, err := execAffected(ctx, db, d.eventsMoveToDLQ(now, limit))
 	return int(n), err
 }
 
 // TransferDLQToOutbox implements Dialect with the one statement of
-// DLQTransferToOutbox.
+// dLQTransferToOutbox.
 func (d *PostgreSQL) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	n, err := execAffected(ctx, db, d.DLQTransferToOutbox(now, limit))
+	n, err := execAffected(ctx, db, d.dLQTransferToOutbox(now, limit))
 	return int(n), err
 }
 
-// AcquireLease implements Dialect with the one statement of LeaseAcquire.
+// AcquireLease implements Dialect with the one statement of leaseAcquire.
 func (d *PostgreSQL) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error) {
-	n, err := execAffected(ctx, db, d.LeaseAcquire(l))
+	n, err := execAffected(ctx, db, d.leaseAcquire(l))
 	return n == 1, err
 }
 
 // InboxRecordMany implements Dialect with the one statement of
-// InboxInsertMany: ON CONFLICT DO NOTHING RETURNING gives the new ids, and a
+// inboxInsertMany: ON CONFLICT DO NOTHING RETURNING gives the new ids, and a
 // concurrent insert of the same id makes the statement wait for the other
 // transaction, then skip the id if it committed.
 func (d *PostgreSQL) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
-	return queryStrings(ctx, tx, d.InboxInsertMany(consumer, ids, now))
+	return queryStrings(ctx, tx, d.inboxInsertMany(consumer, ids, now))
 }
 
 // Exec implements Dialect: the statement runs on its own (its own

@@ -37,6 +37,13 @@ func exec(t *testing.T, s *pgtest.Schema, q dialects.Query) {
 	require.NoError(t, err)
 }
 
+// moveToDLQ runs the dialect's move of FAILED rows to the DLQ.
+func moveToDLQ(t *testing.T, s *pgtest.Schema, now time.Time, limit int) {
+	t.Helper()
+	_, err := s.Dialect.MoveToDLQ(context.Background(), s.Beginner, now, limit)
+	require.NoError(t, err)
+}
+
 func TestBacklogValues(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewSchema(t)
@@ -52,7 +59,7 @@ func TestBacklogValues(t *testing.T) {
 	_, err := s.Pool.Exec(ctx, "UPDATE "+events+" SET status = 'FAILED' WHERE id IN (SELECT id FROM "+events+
 		" WHERE event_type = 'order-paid' LIMIT 1)")
 	require.NoError(t, err)
-	exec(t, s, s.Dialect.EventsMoveToDLQ(clock.Now(), 10))
+	moveToDLQ(t, s, clock.Now(), 10)
 	// order-created: 2 PENDING (oldest at t0), 1 PROCESSED, 1 IN_PROCESS, 1 FAILED.
 	for status, n := range map[string]int{"PROCESSED": 1, "IN_PROCESS": 1, "FAILED": 1} {
 		_, err = s.Pool.Exec(ctx, "UPDATE "+events+" SET status = $1 WHERE id IN (SELECT id FROM "+events+

@@ -119,10 +119,10 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	bc, err := metrics.NewBacklogCollector(s.Beginner, s.Dialect, metrics.BacklogConfig{Clock: clock})
 	require.NoError(t, err)
 	require.NoError(t, reg.Register(bc))
-	exec(t, s, s.Dialect.EventsMoveToDLQ(clock.Now(), 1)) // nothing FAILED; the DLQ stays empty
+	moveToDLQ(t, s, clock.Now(), 1) // nothing FAILED; the DLQ stays empty
 	_, err = s.Pool.Exec(t.Context(), "UPDATE "+s.Dialect.Tables().Events+" SET status = 'FAILED'")
 	require.NoError(t, err)
-	exec(t, s, s.Dialect.EventsMoveToDLQ(clock.Now(), 1))
+	moveToDLQ(t, s, clock.Now(), 1)
 	publish(t, s, clock, "order-created", 1)
 
 	ph.PollDone(poller.PollInfo{EventType: "e", Claimed: 1, NextDelay: time.Second, Err: os.ErrClosed})

@@ -403,8 +403,7 @@ func TestRowsMovedByTheRelay(t *testing.T) {
 			id(700+i).String(), fmt.Sprintf("msg-%d", i), at)
 		require.NoError(t, err)
 	}
-	q := c.schema.Dialect.EventsMoveToDLQ(now.Add(-time.Minute), 100)
-	_, err := c.schema.Pool.Exec(ctx, q.SQL, q.Args...)
+	_, err := c.schema.Dialect.MoveToDLQ(ctx, c.schema.Beginner, now.Add(-time.Minute), 100)
 	require.NoError(t, err)
 	require.Equal(t, 3, c.countDLQ())
 
