@@ -186,3 +186,29 @@ func TestIsUnavailable(t *testing.T) {
 		require.False(t, kafka.IsUnavailable(err), "%v", err)
 	}
 }
+
+// The publisher says it keeps a key's order within a call (so an ordered
+// type's batches may carry several events of a key) only with an
+// idempotent producer, one request in flight and a hash partitioner.
+func TestPublisherKeepsKeyOrderOnlyWhenItsConfigDoes(t *testing.T) {
+	for name, c := range map[string]struct {
+		change func(*sarama.Config)
+		keeps  bool
+	}{
+		"recommended":                {func(*sarama.Config) {}, true},
+		"not idempotent":             {func(c *sarama.Config) { c.Producer.Idempotent = false }, false},
+		"five requests in flight":    {func(c *sarama.Config) { c.Net.MaxOpenRequests = 5; c.Producer.Idempotent = false }, false},
+		"random partitioner":         {func(c *sarama.Config) { c.Producer.Partitioner = sarama.NewRandomPartitioner }, false},
+		"round robin partitioner":    {func(c *sarama.Config) { c.Producer.Partitioner = sarama.NewRoundRobinPartitioner }, false},
+		"reference hash partitioner": {func(c *sarama.Config) { c.Producer.Partitioner = sarama.NewReferenceHashPartitioner }, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := kafka.RecommendedSaramaConfig()
+			c.change(cfg)
+			p, err := kafka.NewPublisher(kafka.PublisherConfig{Brokers: []string{"127.0.0.1:1"}, SaramaConfig: cfg}, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = p.Close() })
+			require.Equal(t, c.keeps, p.KeepsKeyOrder())
+		})
+	}
+}
