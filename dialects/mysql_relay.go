@@ -75,7 +75,10 @@ func (d *MySQL) eventsClaimProbe(p ClaimParams) Query {
 // partition_key, status) (migration 4) for the stop probes.
 func (d *MySQL) eventsClaimCandidates(p ClaimParams) Query {
 	var b questionBinder
-	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "")
+	// MariaDB 10.11 read the busy keys through the key index, every row
+	// of the type (1,000,000 at 1,000 rows in flight, 1.2 s, measured):
+	// the (status, claimed_at) index reads the rows in flight only.
+	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "", " FORCE INDEX (outbox_events_claimed_idx)")
 	return Query{SQL: "WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id", Args: b.args}
 }
 

@@ -38,7 +38,7 @@ func (d *Oracle) eventsClaimLock(p ClaimParams) Query {
 // stop probes.
 func (d *Oracle) eventsClaimCandidates(p ClaimParams) Query {
 	var b binder
-	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "")
+	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "", "")
 	return b.query("WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id")
 }
 

@@ -24,12 +24,11 @@ import (
 //
 //   - busy: the keys of the type that have a row IN_PROCESS (the rows of
 //     the batches in flight: few);
-//   - waiting: the PENDING rows of the type that are not due (waiting for
-//     a retry: few); a row is held behind an earlier one of its key there;
-//   - w, the window: the first keyScan(limit) due PENDING rows in
-//     (next_retry_at, id) order — the unordered claim's read — without
-//     the rows of busy keys, those held by waiting, and any beyond PerKey
-//     rows of one key, cut to limit rows;
+//   - waiting: the keys of the type with a PENDING row that is not due
+//     (waiting for a retry), at most maxWaitingKeys of them;
+//   - w, the window: the first limit due PENDING rows in (next_retry_at,
+//     id) order — the unordered claim's read — that do not belong to a
+//     busy or waiting key, among the first keyScan(limit);
 //   - wr, ws, wt: for the first row (by id) of each key of the window, one
 //     index probe for the key's first PENDING row that is not in the
 //     window (stop_id), spread to the key's other rows by a window
@@ -67,9 +66,24 @@ import (
 // they go once the busy batches are finalized (docs/ordering.md,
 // "Fairness").
 
-// keyScan is how many due rows an ordered claim of limit rows reads before
-// it drops the rows of busy keys.
-func keyScan(limit int) int { return 2 * limit }
+// keyScan bounds the due rows an ordered claim of limit rows reads to find
+// limit rows of keys neither busy nor waiting. PostgreSQL reads the
+// ordered index lazily and stops at limit rows that pass, so the bound
+// costs only when rows of busy or waiting keys lie ahead (a deep key in
+// flight, a burst of a key whose head waits for a retry): those are
+// skipped, and the keys behind them flow, up to the bound.
+// MySQL/MariaDB materialize the bounded read whole.
+func keyScan(limit int) int { return 10 * limit }
+
+// maxWaitingKeys bounds the keys with a row waiting for a retry that an
+// ordered claim reads to drop their rows from its window. The set only
+// saves the window's room (a key's rows behind a waiting row are never
+// candidates: its stop_id is the waiting row), so a cut set is safe; the
+// bound keeps it a hashed set in the plan whatever the estimates: read
+// row by row for each row of the window, 50,000 waiting keys made a claim
+// of 1,000 take 6.6 s, and a bound of 50,000 was past PostgreSQL's limit
+// for hashing it (26 s); at 10,000 it is hashed (measured).
+const maxWaitingKeys = 10000
 
 // orderedCandidates writes the common table expressions of an ordered
 // claim of p (busy, waiting, w, wr, ws, wt), to follow WITH, and cand, the
@@ -77,7 +91,7 @@ func keyScan(limit int) int { return 2 * limit }
 // ORDER BY.
 // firstRows writes "the first n rows of query" in the dialect's form;
 // firstOf the scalar subquery of a key's first row (see firstOf).
-func orderedCandidates(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string, orderLimit bool, materialized string) (ctes, cand string) {
+func orderedCandidates(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string, orderLimit bool, materialized, inProcessHint string) (ctes, cand string) {
 	// PostgreSQL: a condition on a column outside the key index (always
 	// true) makes the stop probe a plain index scan, which visits the heap
 	// and marks the entries of rows already sent (dead) so that the next
@@ -89,23 +103,21 @@ func orderedCandidates(t Tables, b claimBinder, p ClaimParams, firstRows func(qu
 	}
 	typ := b.p(p.EventType)
 	ctes = `busy AS ` + materialized + `(
-    SELECT DISTINCT i.partition_key FROM ` + t.Events + ` i
+    SELECT DISTINCT i.partition_key FROM ` + t.Events + ` i` + inProcessHint + `
      WHERE i.status = 'IN_PROCESS' AND i.event_type = ` + typ + ` AND i.partition_key IS NOT NULL
 ),
 waiting AS ` + materialized + `(
-    SELECT x.partition_key, x.id FROM ` + t.Events + ` x
-     WHERE x.status = 'PENDING' AND x.event_type = ` + b.p(p.EventType) + ` AND x.next_retry_at > ` + b.t(p.Now) + ` AND x.partition_key IS NOT NULL
+    ` + firstRows(`SELECT DISTINCT x.partition_key FROM `+t.Events+` x
+     WHERE x.status = 'PENDING' AND x.event_type = `+b.p(p.EventType)+` AND x.next_retry_at > `+b.t(p.Now)+` AND x.partition_key IS NOT NULL`, b.p(maxWaitingKeys)) + `
 ),
 w AS ` + materialized + `(
     ` + firstRows(`SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         `+firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
          WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
-         ORDER BY next_retry_at, id`, b.p(keyScan(p.Limit)))+`) s0) s
+         ORDER BY next_retry_at, id`, b.p(keyScan(p.Limit)))+`) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= `+b.p(max(p.PerKey, 1))+` AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id`, b.p(p.Limit)) + `
 ),
 wr AS ` + materialized + `(

@@ -54,7 +54,7 @@ RETURNING e.` + claimReturningQualified,
 // Claim returns the rows in id order (sortByID).
 func (d *PostgreSQL) eventsClaimByKey(p ClaimParams) Query {
 	var b dollarBinder
-	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "MATERIALIZED ")
+	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "MATERIALIZED ", "")
 	now, token, instance, limit := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance)), b.p(p.Limit)
 	return Query{
 		SQL: "WITH " + ctes + `,
@@ -74,8 +74,7 @@ kept AS (
     SELECT l.id, l.partition_key, l.next_retry_at,
            first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
       FROM locked l
-     WHERE l.partition_key IS NULL
-        OR NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
+     WHERE NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
     WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
 ),
 due AS (

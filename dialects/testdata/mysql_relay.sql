@@ -30,24 +30,23 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?,
 
 -- Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
+    SELECT DISTINCT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
      WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
 ),
 waiting AS (
-    SELECT x.partition_key, x.id FROM outbox_events x
+    SELECT DISTINCT x.partition_key FROM outbox_events x
      WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+                        LIMIT ?
 ),
 w AS (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
-                        LIMIT ?) s0) s
+                        LIMIT ?) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= ? AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
                         LIMIT ?
 ),
@@ -79,28 +78,27 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= ?
  ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC 400 1 200 order-created 2026-11-30 12:00:00 +0000 UTC 1]
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC 10000 order-created 2026-11-30 12:00:00 +0000 UTC 2000 200 order-created 2026-11-30 12:00:00 +0000 UTC 1]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
+    SELECT DISTINCT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
      WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
 ),
 waiting AS (
-    SELECT x.partition_key, x.id FROM outbox_events x
+    SELECT DISTINCT x.partition_key FROM outbox_events x
      WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+                        LIMIT ?
 ),
 w AS (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
-                        LIMIT ?) s0) s
+                        LIMIT ?) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= ? AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
                         LIMIT ?
 ),
@@ -146,7 +144,7 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= ?
  ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC 400 1 200 order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created 1]
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC 10000 order-created 2026-11-30 12:00:00 +0000 UTC 2000 200 order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created 1]
 
 -- Claim by key 2/3: EventsClaimLockCandidates
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events

@@ -107,20 +107,19 @@ WITH busy AS (
      WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
 ),
 waiting AS (
-    SELECT x.partition_key, x.id FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
+    SELECT * FROM (SELECT DISTINCT x.partition_key FROM outbox_events x
+     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL)
+                        WHERE ROWNUM <= :4
 ),
 w AS (
     SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
+         WHERE status = 'PENDING' AND event_type = :5 AND next_retry_at <= SYS_EXTRACT_UTC(:6)
          ORDER BY next_retry_at, id)
-                        WHERE ROWNUM <= :6) s0) s
+                        WHERE ROWNUM <= :7) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= :7 AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id)
                         WHERE ROWNUM <= :8
 ),
@@ -152,7 +151,7 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= :11
  ORDER BY z.next_retry_at, z.id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, 200, 1, 100, "order-created", 2026-11-30T12:00:00Z, 1]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, 10000, "order-created", 2026-11-30T12:00:00Z, 1000, 100, "order-created", 2026-11-30T12:00:00Z, 1]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
@@ -160,20 +159,19 @@ WITH busy AS (
      WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
 ),
 waiting AS (
-    SELECT x.partition_key, x.id FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
+    SELECT * FROM (SELECT DISTINCT x.partition_key FROM outbox_events x
+     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL)
+                        WHERE ROWNUM <= :4
 ),
 w AS (
     SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
+         WHERE status = 'PENDING' AND event_type = :5 AND next_retry_at <= SYS_EXTRACT_UTC(:6)
          ORDER BY next_retry_at, id)
-                        WHERE ROWNUM <= :6) s0) s
+                        WHERE ROWNUM <= :7) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= :7 AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id)
                         WHERE ROWNUM <= :8
 ),
@@ -219,7 +217,7 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= :15
  ORDER BY z.next_retry_at, z.id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, 200, 1, 100, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", 1]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, 10000, "order-created", 2026-11-30T12:00:00Z, 1000, 100, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", 1]
 
 -- Claim by key 2/3: EventsClaimLockCandidates (cursor)
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at

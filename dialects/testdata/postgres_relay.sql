@@ -19,20 +19,19 @@ WITH busy AS MATERIALIZED (
      WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
 ),
 waiting AS MATERIALIZED (
-    SELECT x.partition_key, x.id FROM outbox_events x
+    SELECT DISTINCT x.partition_key FROM outbox_events x
      WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
+                        LIMIT $4
 ),
 w AS MATERIALIZED (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+         WHERE status = 'PENDING' AND event_type = $5 AND next_retry_at <= $6
          ORDER BY next_retry_at, id
-                        LIMIT $6) s0) s
+                        LIMIT $7) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= $7 AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
                         LIMIT $8
 ),
@@ -78,8 +77,7 @@ kept AS (
     SELECT l.id, l.partition_key, l.next_retry_at,
            first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
       FROM locked l
-     WHERE l.partition_key IS NULL
-        OR NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
+     WHERE NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
     WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
 ),
 due AS (
@@ -90,7 +88,7 @@ UPDATE outbox_events e
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 400 1 200 a 2026-11-30 12:00:00 +0000 UTC 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC 10000 a 2026-11-30 12:00:00 +0000 UTC 2000 200 a 2026-11-30 12:00:00 +0000 UTC 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
 
 -- EventsClaim (ordering: key, on-failure: block)
 WITH busy AS MATERIALIZED (
@@ -98,20 +96,19 @@ WITH busy AS MATERIALIZED (
      WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
 ),
 waiting AS MATERIALIZED (
-    SELECT x.partition_key, x.id FROM outbox_events x
+    SELECT DISTINCT x.partition_key FROM outbox_events x
      WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
+                        LIMIT $4
 ),
 w AS MATERIALIZED (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT s0.id, s0.partition_key, s0.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s0.partition_key ORDER BY s0.next_retry_at, s0.id) AS rn FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+         WHERE status = 'PENDING' AND event_type = $5 AND next_retry_at <= $6
          ORDER BY next_retry_at, id
-                        LIMIT $6) s0) s
+                        LIMIT $7) s
      WHERE s.partition_key IS NULL
-        OR (s.rn <= $7 AND s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND NOT EXISTS (SELECT 1 FROM waiting x WHERE x.partition_key = s.partition_key AND x.id < s.id))
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
                         LIMIT $8
 ),
@@ -171,8 +168,7 @@ kept AS (
     SELECT l.id, l.partition_key, l.next_retry_at,
            first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
       FROM locked l
-     WHERE l.partition_key IS NULL
-        OR NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
+     WHERE NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
     WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
 ),
 due AS (
@@ -183,7 +179,7 @@ UPDATE outbox_events e
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 400 1 200 a a a 2026-11-30 12:00:00 +0000 UTC a a 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC 10000 a 2026-11-30 12:00:00 +0000 UTC 2000 200 a a a 2026-11-30 12:00:00 +0000 UTC a a 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
 
 -- EventsDueTypes (discovery)
 WITH RECURSIVE t(event_type, n) AS (
