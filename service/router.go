@@ -23,8 +23,8 @@ func WithRouter(r *message.Router) Option {
 // does: fn starts with Run, and its ctx is cancelled when Run's is, when
 // Close is called or when another component stops; when fn returns, the
 // service stops and Run returns fn's error with the others'. fn must block
-// until ctx is done: an HTTP server's Serve, with a goroutine that shuts the
-// server down on <-ctx.Done(). Call Go before Run; a call after Run has
+// until ctx is done: an HTTP server's Serve, with
+// context.AfterFunc(ctx, …) closing the server. Call Go before Run; a call after Run has
 // started, or with a nil fn, is a programming error and panics (as adding a
 // router handler twice does in Watermill).
 func (s *Service) Go(fn func(ctx context.Context) error) {
