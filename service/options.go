@@ -31,6 +31,8 @@ type options struct {
 	propagator     propagation.TextMapPropagator
 	senderChecks   [][]string
 	sourceChecks   [][]string
+	router         *message.Router
+	routerGiven    bool
 	clock          oncebox.Clock // tests only: see export_test.go
 }
 

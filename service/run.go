@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -16,15 +17,19 @@ type runner interface {
 }
 
 // Run logs the start-up checks' warnings, then runs the background work:
-// the relay (with WithRelay: its poll loops, the recovery, the outbox and
-// DLQ clean-ups, and, with outbox.dlq.enabled, the DLQ transfer and the DLQ
-// retry) and, with inbox.enabled, the inbox clean-up. It blocks until ctx
-// is cancelled or Close is called, then stops them all (the relay lets its
-// batches in flight finish for its CloseTimeout) and returns their errors.
-// If one of them stops on its own (the relay's start-up check failed), Run
-// stops the others and returns its error. A service with nothing to run
-// (no relay, no inbox) just waits. Run may be called once; after Close it
-// returns nil at once.
+// the functions given to Go and, with WithRouter, the router; once the
+// router runs (its handlers have subscribed, so the queues the relay
+// publishes to exist), the relay (with WithRelay: its poll loops, the
+// recovery, the outbox and DLQ clean-ups, and, with outbox.dlq.enabled, the
+// DLQ transfer and the DLQ retry) and, with inbox.enabled, the inbox
+// clean-up. It blocks until ctx is cancelled or Close is called, then stops
+// them all (the router lets its handlers finish for its CloseTimeout, the
+// relay its batches in flight for its CloseTimeout) and returns their
+// errors, joined. If one of them stops on its own (the relay's start-up
+// check failed, the router could not subscribe, a function given to Go
+// returned), Run stops the others and returns its error; the relay does not
+// start if the router stopped first. A service with nothing to run just
+// waits. Run may be called once; after Close it returns at once.
 func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.started {
@@ -32,6 +37,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return errors.New("oncebox: service: Run called twice")
 	}
 	s.started = true
+	goFuncs := s.goFuncs
 	s.mu.Unlock()
 	defer close(s.done)
 	defer s.markRunning()
@@ -45,6 +51,74 @@ func (s *Service) Run(ctx context.Context) error {
 		// error value is how its adapters print one.
 		s.logger.Error("Start-up check: "+w, nil, nil)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	start := func(run func(context.Context) error, stopped chan<- struct{}) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := run(ctx)
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			cancel() // one stopped: stop all
+			if stopped != nil {
+				close(stopped)
+			}
+		}()
+	}
+	for _, fn := range goFuncs {
+		start(fn, nil)
+	}
+	routerStopped := make(chan struct{})
+	if s.router != nil {
+		start(s.runRouter, routerStopped)
+		// The relay waits for the subscriptions: a message the relay sends
+		// to a RabbitMQ queue that no subscriber has declared yet is
+		// dropped by the exchange, and the event is PROCESSED all the same.
+		select {
+		case <-s.router.Running():
+		case <-routerStopped: // it failed to start: cancel was called
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() == nil {
+		s.startRunners(start, &wg)
+	}
+	<-ctx.Done()
+	if s.router != nil {
+		// A running router without handlers ignores its context: close it.
+		// One whose Run failed is not closed: Watermill's Close would wait
+		// its whole CloseTimeout for the handlers that never started.
+		select {
+		case <-s.router.Running():
+			if err := s.router.Close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("oncebox: service: closing the router: %w", err))
+				mu.Unlock()
+			}
+		case <-routerStopped:
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startRunners starts the relay and the inbox cleaner with start, and marks
+// the service running once they all run.
+func (s *Service) startRunners(start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
 	var runners []runner
 	if s.relay != nil {
 		runners = append(runners, s.relay)
@@ -52,17 +126,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cleaner != nil {
 		runners = append(runners, s.cleaner)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(runners))
-	var wg sync.WaitGroup
-	for i, r := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.Run(ctx)
-			cancel() // one stopped: stop all
-		}()
+	for _, r := range runners {
+		start(r.Run, nil)
 	}
 	wg.Add(1)
 	go func() {
@@ -73,15 +138,8 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.markRunning()
 		s.logger.Info("Service running", watermill.LogFields{"relay": s.relay != nil, "inbox": s.inbox != nil,
-			"database": s.dialect.Name(), "outbox": s.dialect.Tables().Events})
+			"router": s.router != nil, "database": s.dialect.Name(), "outbox": s.dialect.Tables().Events})
 	}()
-	select {
-	case <-ctx.Done():
-	case <-s.closing:
-	}
-	cancel()
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 func (s *Service) markRunning() { s.runningOnce.Do(func() { close(s.running) }) }
@@ -93,7 +151,9 @@ func (s *Service) Running() chan struct{} { return s.running }
 
 // Close stops Run (see Run) and waits for it to return. It is safe to call
 // more than once, from any goroutine, and before Run, which then returns at
-// once. It closes neither the database nor the relay's publisher.
+// once. Run closes the router of WithRouter if it ran it (a router Run
+// never ran holds no subscription and is left as it is); Close closes
+// neither the database nor the relay's publisher.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()

@@ -4,10 +4,10 @@
 //
 //	cfg, err := oncebox.LoadConfigFile("oncebox.yaml")
 //	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger,
-//		service.WithRelay(brokerPublisher))
+//		service.WithRelay(brokerPublisher), service.WithRouter(router))
 //	router.AddMiddleware(svc.Middleware)     // poison queue → retry → inbox
 //	pub, err := svc.Publisher(tx)            // in the caller's transaction
-//	go svc.Run(ctx)                          // relay, DLQ jobs, inbox clean-up
+//	err = svc.Run(ctx)                       // router, then relay, DLQ jobs, inbox clean-up
 //
 // Every key of the configuration takes effect through it: database and
 // tables build the dialect; outbox.* drives the publisher and the relay;
@@ -65,6 +65,8 @@ type Service struct {
 	cleaner  *middleware.InboxCleaner
 	store    *dlq.Store
 	warnings []string
+	router   *message.Router               // WithRouter; nil without
+	goFuncs  []func(context.Context) error // Go's; guarded by mu
 
 	runningOnce sync.Once
 	running     chan struct{}
@@ -149,6 +151,9 @@ func (o *options) validate(cfg oncebox.Config) error {
 	if o.cache != nil && !cfg.Inbox.Cache.Enabled {
 		errs = append(errs, errors.New("WithInboxCache: inbox.cache.enabled is false, so the cache would never be asked; enable it"))
 	}
+	if o.routerGiven && o.router == nil {
+		errs = append(errs, errors.New("WithRouter: the router is nil"))
+	}
 	if cfg.Inbox.Enabled && o.relay == nil {
 		errs = append(errs, errors.New("inbox.enabled: the poison queue parks failed messages, and a retried one goes back to its topic through the outbox: pass WithRelay(publisher) with a publisher to the broker consumed from"))
 	}
@@ -158,6 +163,7 @@ func (o *options) validate(cfg oncebox.Config) error {
 // build makes every component; none does I/O.
 func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 	cfg, d := s.cfg, s.dialect
+	s.router = o.router
 	s.pubCfg = o.publisher
 	s.pubCfg.Dialect, s.pubCfg.Oncebox, s.pubCfg.Clock, s.pubCfg.Propagator = d, cfg, o.clock, o.propagator
 	var err error

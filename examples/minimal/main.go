@@ -51,7 +51,8 @@ func main() {
 	}
 }
 
-// run is the service: about forty lines from the pool to the last goroutine.
+// run is the service: the pool, the broker's publisher and subscriber,
+// oncebox, the router and the HTTP endpoints; svc.Run runs them all.
 func run(ctx context.Context, cfg oncebox.Config, dbURL, amqpURL string, ln net.Listener) error {
 	logger := watermill.NewSlogLogger(nil)
 	pool, err := pgxpool.New(ctx, dbURL)
@@ -70,8 +71,16 @@ func run(ctx context.Context, cfg oncebox.Config, dbURL, amqpURL string, ln net.
 	}
 	defer out.Close()
 	subCfg := rabbitmq.RecommendedSubscriberConfig(amqpURL)
-	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger, service.WithRelay(out), service.WithHooks(hooks),
-		service.WithSourceCheck(rabbitmq.CheckSubscriberConfig(subCfg)))
+	sub, err := amqp.NewSubscriber(subCfg, logger) // the router closes it
+	if err != nil {
+		return err
+	}
+	router, err := message.NewRouter(message.RouterConfig{}, logger)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger, service.WithRelay(out), service.WithRouter(router),
+		service.WithHooks(hooks), service.WithSourceCheck(rabbitmq.CheckSubscriberConfig(subCfg)))
 	if err != nil {
 		return err
 	}
@@ -81,16 +90,8 @@ func run(ctx context.Context, cfg oncebox.Config, dbURL, amqpURL string, ln net.
 	if _, err := pool.Exec(ctx, fmt.Sprintf(businessTables, cfg.Tables.Schema)); err != nil {
 		return err
 	}
-	sub, err := amqp.NewSubscriber(subCfg, logger)
-	if err != nil {
-		return err
-	}
-	router, err := message.NewRouter(message.RouterConfig{}, logger)
-	if err != nil {
-		return err
-	}
-	router.AddMiddleware(svc.Middleware) // poison queue → retry → inbox, from inbox.*
-	ordersTopic, _ := cfg.Event("order-placed")
+	router.AddMiddleware(svc.Middleware)        // poison queue → retry → inbox, from inbox.*
+	ordersTopic, _ := cfg.Event("order-placed") // an error only with outbox.strict-event-types and an unlisted type
 	router.AddConsumerHandler("ship-order", ordersTopic.Topic, sub, ship(cfg.Tables.Schema))
 	auth, err := dlq.BearerToken(env("DLQ_TOKEN", "change-me"))
 	if err != nil {
@@ -104,14 +105,19 @@ func run(ctx context.Context, cfg oncebox.Config, dbURL, amqpURL string, ln net.
 	mux.Handle("/dlq/", dlqAPI)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("POST /orders", placeOrder(pool, svc))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	errc := make(chan error, 3)
-	go func() { errc <- router.Run(ctx) }()
-	<-router.Running()                   // subscribed: the queue exists before the relay sends
-	go func() { errc <- svc.Run(ctx) }() // relay, DLQ jobs, inbox clean-up
-	go func() { errc <- ignoreClosed(srv.Serve(ln)) }()
-	return errors.Join(<-errc, <-errc, <-errc)
+	svc.Go(serve(&http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln))
+	return svc.Run(ctx) // the router; once it has subscribed, the relay, DLQ jobs, inbox clean-up
+}
+
+// serve runs srv on ln under the service's lifecycle (service.Go).
+func serve(srv *http.Server, ln net.Listener) func(context.Context) error {
+	return func(ctx context.Context) error {
+		context.AfterFunc(ctx, func() { _ = srv.Close() })
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
 }
 
 // businessTables are the service's own tables, beside oncebox's.
@@ -150,13 +156,6 @@ func ship(schema string) message.NoPublishHandlerFunc {
 			msg.Metadata.Get(oncebox.HeaderEventID))
 		return err
 	}
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
 }
 
 func env(name, def string) string {
