@@ -561,6 +561,12 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 		// Held until finalize: the heartbeat is written while it is.
 		p.claims.hold()
 	}
+	if params.ByKey {
+		// The dialect returns an ordered claim in id order, each key's
+		// order: a key's head that came due after its successors (a retry)
+		// goes before them in the same call.
+		return out, nil
+	}
 	// RETURNING gives no order: send in next_retry_at order, then id order,
 	// which is creation order for events made by one instance.
 	sort.Slice(out, func(i, j int) bool {
