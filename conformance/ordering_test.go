@@ -359,19 +359,6 @@ func (l *keyedLog) Publish(_ string, msgs ...*message.Message) error {
 
 func (l *keyedLog) Close() error { return nil }
 
-// delivered counts the distinct ids delivered.
-func (l *keyedLog) delivered() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	seen := map[oncebox.EventID]bool{}
-	for _, ids := range l.perKey {
-		for _, id := range ids {
-			seen[id] = true
-		}
-	}
-	return len(seen)
-}
-
 // killedPublisher delivers its instance's calls through log until the
 // kill-th or the first after it that carries at least minBatch messages:
 // that call is delivered, then the instance dies (cut cuts its database
