@@ -300,3 +300,36 @@ func TestOrderedRelayHeadMovedToTheDLQ(t *testing.T) {
 		require.Equal(t, 1, s.Count(t, s.Tables.DLQ, ""))
 	})
 }
+
+// keeperBroker is a keyedBroker that declares it keeps the order of a key
+// within a call (poller.KeyOrderKeeper): the relay may send several events
+// of a key in one call.
+type keeperBroker struct{ *keyedBroker }
+
+func (keeperBroker) KeepsKeyOrder() bool { return true }
+
+// With a publisher that keeps a key's order within a call, a batch may
+// carry several events of a key: they go in id order, whatever their due
+// times. Here the head came due after its successors (it failed more
+// often: a later next_retry_at), as in TestOrderedRelayUnderFailuresAndACrashSeveralPerKey,
+// where a head retried alone in a full batch then went in one call with
+// its successors, after them.
+func TestOrderedRelaySendsAKeysEventsInIDOrderWithinACall(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		s := setup(t, tg)
+		ids := s.publishKeys(t, "order-created", "A", "A", "A")
+		s.exec(t, "UPDATE "+s.Tables.Events+" SET next_retry_at = "+s.P(1)+", retry_count = 3 WHERE id = "+s.P(2),
+			t0.Add(2*time.Second), s.ID(ids[0]))
+		s.exec(t, "UPDATE "+s.Tables.Events+" SET next_retry_at = "+s.P(1)+", retry_count = 1 WHERE id <> "+s.P(2),
+			t0.Add(time.Second), s.ID(ids[0]))
+		broker := keeperBroker{newKeyedBroker()}
+		cfg := s.pollerConfig("order-created")
+		cfg.Oncebox.Outbox.Defaults.Ordering = oncebox.OrderingKey
+		s.startPoller(t, nil, broker, cfg)
+		stepUntil(t, s.clock, waitersPerPoller, time.Second, time.Minute, func() bool {
+			return len(broker.of("order-created", "A")) == 3
+		})
+		require.Equal(t, show(refusedThenTaken(ids, -1, 0, false)), show(broker.of("order-created", "A")),
+			"the key's events in one call, in id order")
+	})
+}

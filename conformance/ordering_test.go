@@ -310,13 +310,16 @@ func TestOrderedClaimersRacing(t *testing.T) {
 // keyedLog is a message.Publisher that logs, per key, the event ids it
 // delivers in the order the broker would see them, and reports two calls
 // in progress at once that carry the same key. fail, when set, refuses a
-// whole call before anything is delivered.
+// whole call before anything is delivered (Publish), or one message
+// (publishBatch).
 type keyedLog struct {
 	mu         sync.Mutex
 	perKey     map[string][]oncebox.EventID
 	sending    map[string]bool
 	violations []string
 	fail       func() bool
+	// sameKey is the most messages of one key that one call carried.
+	sameKey int
 }
 
 func newKeyedLog() *keyedLog {
@@ -325,46 +328,100 @@ func newKeyedLog() *keyedLog {
 
 var errRefused = errors.New("refused by the test broker")
 
-func (l *keyedLog) Publish(_ string, msgs ...*message.Message) error {
-	l.mu.Lock()
+// send delivers msgs, but those that refuse picks, after the broker's
+// round trip, and returns one error per message.
+func (l *keyedLog) send(msgs []*message.Message, refuse func(l *keyedLog) []bool) []error {
+	keys := map[string]int{}
 	for _, m := range msgs {
-		k := m.Metadata.Get(oncebox.HeaderKey)
+		keys[m.Metadata.Get(oncebox.HeaderKey)]++
+	}
+	l.mu.Lock()
+	for k, n := range keys {
+		l.sameKey = max(l.sameKey, n)
 		if l.sending[k] {
 			l.violations = append(l.violations, fmt.Sprintf("%s: two sends of the key at once", k))
 		}
 		l.sending[k] = true
 	}
-	refuse := l.fail != nil && l.fail()
+	refused := refuse(l)
 	l.mu.Unlock()
 	// The broker's round trip: another send of a key would overlap it.
 	time.Sleep(200 * time.Microsecond)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, m := range msgs {
-		k := m.Metadata.Get(oncebox.HeaderKey)
+	for k := range keys {
 		l.sending[k] = false
-		if !refuse {
-			id, err := oncebox.EventIDOf(m)
-			if err != nil {
-				l.violations = append(l.violations, err.Error())
-			}
-			l.perKey[k] = append(l.perKey[k], id)
-		}
 	}
-	if refuse {
+	errs := make([]error, len(msgs))
+	for i, m := range msgs {
+		if refused[i] {
+			errs[i] = errRefused
+			continue
+		}
+		id, err := oncebox.EventIDOf(m)
+		if err != nil {
+			l.violations = append(l.violations, err.Error())
+		}
+		k := m.Metadata.Get(oncebox.HeaderKey)
+		l.perKey[k] = append(l.perKey[k], id)
+	}
+	return errs
+}
+
+// Publish delivers the whole call, or refuses it whole.
+func (l *keyedLog) Publish(_ string, msgs ...*message.Message) error {
+	errs := l.send(msgs, func(l *keyedLog) []bool {
+		refuse := l.fail != nil && l.fail()
+		out := make([]bool, len(msgs))
+		for i := range out {
+			out[i] = refuse
+		}
+		return out
+	})
+	if len(errs) > 0 && errs[0] != nil {
 		return errRefused
 	}
 	return nil
 }
 
+// publishBatch delivers msgs as a broker that keeps the order of a key
+// within a call (Kafka's idempotent producer): fail refuses single
+// messages, and a refused message fails the later ones of its key in the
+// call.
+func (l *keyedLog) publishBatch(msgs []*message.Message) []error {
+	return l.send(msgs, func(l *keyedLog) []bool {
+		out := make([]bool, len(msgs))
+		failedKeys := map[string]bool{}
+		for i, m := range msgs {
+			k := m.Metadata.Get(oncebox.HeaderKey)
+			out[i] = failedKeys[k] || l.fail != nil && l.fail()
+			failedKeys[k] = out[i]
+		}
+		return out
+	})
+}
+
 func (l *keyedLog) Close() error { return nil }
 
+// keeperLog is a keyedLog as a poller.BatchPublisher and
+// poller.KeyOrderKeeper: the relay may send several events of a key in one
+// call.
+type keeperLog struct{ *keyedLog }
+
+func (l keeperLog) PublishBatch(_ string, msgs ...*message.Message) ([]error, error) {
+	return l.publishBatch(msgs), nil
+}
+
+func (keeperLog) KeepsKeyOrder() bool { return true }
+
 // killedPublisher delivers its instance's calls through log until the
-// kill-th or the first after it that carries at least minBatch messages:
+// kill-th or the first after it that delivers at least minBatch messages:
 // that call is delivered, then the instance dies (cut cuts its database
-// connection) and the call never returns until the test ends.
+// connection) and the call never returns until the test ends. Keeper, it
+// sends as keeperLog does (killedKeeper).
 type killedPublisher struct {
 	log      *keyedLog
+	keeper   bool
 	kill     int
 	minBatch int
 	calls    int
@@ -373,35 +430,57 @@ type killedPublisher struct {
 	gone     chan struct{}
 	mu       sync.Mutex
 	sent     []oncebox.EventID // every id it delivered
-	// lastCall holds the ids of the kill-th call, delivered and never
-	// finalized.
+	// lastCall holds the ids the deadly call delivered, never finalized.
 	lastCall []oncebox.EventID
 }
 
-func (k *killedPublisher) Publish(topic string, msgs ...*message.Message) error {
-	if err := k.log.Publish(topic, msgs...); err != nil {
-		return err
+func (k *killedPublisher) deliver(topic string, msgs []*message.Message) []error {
+	var errs []error
+	if k.keeper {
+		errs = k.log.publishBatch(msgs)
+	} else if err := k.log.Publish(topic, msgs...); err != nil {
+		return []error{err}
 	}
 	k.mu.Lock()
 	k.calls++
-	dies := !k.dead && k.calls >= k.kill && len(msgs) >= k.minBatch
-	k.dead = k.dead || dies
-	for _, m := range msgs {
-		id, _ := oncebox.EventIDOf(m)
-		k.sent = append(k.sent, id)
-		if dies {
-			k.lastCall = append(k.lastCall, id)
+	var ok []oncebox.EventID
+	for i, m := range msgs {
+		if errs == nil || errs[i] == nil {
+			id, _ := oncebox.EventIDOf(m)
+			ok = append(ok, id)
 		}
+	}
+	dies := !k.dead && k.calls >= k.kill && len(ok) >= k.minBatch
+	k.dead = k.dead || dies
+	k.sent = append(k.sent, ok...)
+	if dies {
+		k.lastCall = ok
 	}
 	k.mu.Unlock()
 	if dies {
 		k.cut()
 		<-k.gone
 	}
+	return errs
+}
+
+func (k *killedPublisher) Publish(topic string, msgs ...*message.Message) error {
+	if errs := k.deliver(topic, msgs); len(errs) > 0 {
+		return errs[0]
+	}
 	return nil
 }
 
 func (k *killedPublisher) Close() error { return nil }
+
+// killedKeeper is a killedPublisher that keeps key order (keeperLog).
+type killedKeeper struct{ *killedPublisher }
+
+func (k killedKeeper) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
+	return k.deliver(topic, msgs), nil
+}
+
+func (killedKeeper) KeepsKeyOrder() bool { return true }
 
 // sentHooks records, besides what pollertest.Hooks does, the ids a relay
 // reported sent: confirmed by the broker and marked PROCESSED by it.
@@ -434,7 +513,8 @@ func (h *sentHooks) finalized(id oncebox.EventID) bool {
 // scale), sends refused at random (5 % of calls, retried after 1ms), and
 // one relay, A, killed in the middle of a batch: after the broker confirmed
 // its third call (or the first after it of at least 10 events) and before
-// it recorded it. What the broker sees:
+// it recorded it. The publisher is a plain one, so a batch holds at most
+// one event of a key. What the broker sees:
 //
 //   - per key, no id ever after a greater one of its key was confirmed:
 //     the first deliveries of a key strictly increasing, and a resend only
@@ -446,114 +526,171 @@ func (h *sentHooks) finalized(id oncebox.EventID) bool {
 //     heartbeat keeps it its own);
 //   - no two sends of a key at once.
 func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const keys, perKey = 200, 50
-		var ids []oncebox.EventID
-		for range perKey / 10 {
-			var order []string
-			for range 10 {
-				for k := range keys {
-					order = append(order, fmt.Sprintf("key-%03d", k))
-				}
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) { orderedCrash(t, tg, false) })
+}
+
+// TestOrderedRelayUnderFailuresAndACrash, 100 keys × 30 events, with a
+// publisher that keeps the order of a key within a call (poller.KeyOrderKeeper, as the kafka
+// publisher with its recommended config): a batch may hold several events
+// of a key, in order (the events are published in runs of 10 of a key,
+// so that the claim's window holds several); 2 % of the messages are
+// refused one by one, and a
+// refused message fails the later ones of its key in the call. The same,
+// but for the resends: A's killed call may hold several events of a key,
+// which are all sent again, from the first: a key's resends go back past
+// its events of the killed batch (the consumer's inbox drops them), never
+// past an event that was finalized. So, per key: first deliveries strictly
+// increasing, never behind anything delivered before; resends strictly
+// increasing, each after every event of its key delivered once only.
+func TestOrderedRelayUnderFailuresAndACrashSeveralPerKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) { orderedCrash(t, tg, true) })
+}
+
+// orderedCrash is the test of TestOrderedRelayUnderFailuresAndACrash; keeper
+// gives the relays a poller.KeyOrderKeeper publisher.
+func orderedCrash(t *testing.T, tg dbtest.Target, keeper bool) {
+	s := setup(t, tg)
+	keys, perKey := 200, 50 // the scale
+	if keeper {
+		keys, perKey = 100, 30 // a variant: a third of the run time
+	}
+	var ids []oncebox.EventID
+	for range perKey / 10 {
+		var order []string
+		for i := range 10 * keys {
+			// Round robin over the keys; a key order keeper gets runs of
+			// 10 events of a key instead, so that a window of due rows
+			// holds several events of a key.
+			k := i % keys
+			if keeper {
+				k = i / 10
 			}
-			ids = append(ids, s.publishKeys(t, "order-created", order...)...)
+			order = append(order, fmt.Sprintf("key-%03d", k))
 		}
-		total := keys * perKey
+		ids = append(ids, s.publishKeys(t, "order-created", order...)...)
+	}
+	total := keys * perKey
 
-		log := newKeyedLog()
-		var rmu sync.Mutex
-		rng := rand.New(rand.NewPCG(7, 7))
-		log.fail = func() bool {
-			rmu.Lock()
-			defer rmu.Unlock()
-			return rng.IntN(100) < 5
+	log := newKeyedLog()
+	var rmu sync.Mutex
+	rng := rand.New(rand.NewPCG(7, 7))
+	failPct := 5 // of calls
+	if keeper {
+		failPct = 2 // of messages
+	}
+	log.fail = func() bool {
+		rmu.Lock()
+		defer rmu.Unlock()
+		return rng.IntN(100) < failPct
+	}
+	cfg := func(id string, h poller.Hooks) poller.Config {
+		c := fastPolling(s.pollerConfig("order-created"))
+		c.InstanceID, c.Hooks = id, h
+		// Short enough to recover A within seconds, long enough that a
+		// live relay slowed by -race on a loaded machine is not taken
+		// for dead (its batch would be sent twice, which fails the
+		// test: see the stale finalizes in its message).
+		c.Heartbeat, c.HeartbeatTimeout = 200*time.Millisecond, 10*time.Second
+		c.OutageBackoff = poller.Schedule{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond, Multiplier: 2}
+		c.Oncebox.Outbox.Defaults.BatchSize = 25
+		c.Oncebox.Outbox.Defaults.MaxRetries = oncebox.Int(oncebox.MaxRetriesLimit)
+		c.Oncebox.Outbox.Defaults.Backoff = oncebox.BackoffSettings{Delay: time.Millisecond, Multiplier: 1}
+		c.Oncebox.Outbox.Defaults.Ordering = oncebox.OrderingKey
+		return c
+	}
+
+	var cut atomic.Bool
+	dbA := &faultyDB{Beginner: s.Beginner, match: func(string) bool { return cut.Load() }}
+	dbA.fails.Store(1 << 30)
+	killed := &killedPublisher{log: log, keeper: keeper, kill: 3, minBatch: 10, cut: func() { cut.Store(true) }, gone: make(chan struct{})}
+	var pubA, pubLive message.Publisher = killed, log
+	if keeper {
+		pubA, pubLive = killedKeeper{killed}, keeperLog{log}
+	}
+	hA := &sentHooks{}
+	s.startPoller(t, dbA, pubA, cfg("A", hA))
+	t.Cleanup(func() { close(killed.gone) }) // runs before A's Close
+	live := []*hooks{{}, {}, {}}
+	for i, id := range []string{"B", "C", "D"} {
+		s.startPoller(t, nil, pubLive, cfg(id, live[i]))
+	}
+
+	start := time.Now()
+	require.Eventually(t, func() bool { return s.status(t, "PROCESSED") == total }, 3*time.Minute, 20*time.Millisecond,
+		"every event PROCESSED")
+	t.Logf("%s: %d events over %d keys relayed in %s by 4 relays, one killed",
+		tg.Name, total, keys, time.Since(start).Round(time.Millisecond))
+
+	// What A delivered and did not finalize may be delivered twice.
+	killed.mu.Lock()
+	dead, sentByA, lastCall := killed.dead, slices.Clone(killed.sent), slices.Clone(killed.lastCall)
+	killed.mu.Unlock()
+	require.True(t, dead, "A died")
+	require.GreaterOrEqual(t, len(lastCall), killed.minBatch)
+	require.Equal(t, lastCall, sentByA[len(sentByA)-len(lastCall):], "A sent nothing after its killed call")
+	resendable := map[oncebox.EventID]bool{}
+	byA := map[oncebox.EventID]bool{}
+	for _, id := range sentByA {
+		require.False(t, byA[id], "A delivered %s once", id)
+		byA[id] = true
+		if !hA.finalized(id) {
+			resendable[id] = true
 		}
-		cfg := func(id string, h poller.Hooks) poller.Config {
-			c := fastPolling(s.pollerConfig("order-created"))
-			c.InstanceID, c.Hooks = id, h
-			// Short enough to recover A within seconds, long enough that a
-			// live relay slowed by -race on a loaded machine is not taken
-			// for dead (its batch would be sent twice, which fails the
-			// test: see the stale finalizes in its message).
-			c.Heartbeat, c.HeartbeatTimeout = 200*time.Millisecond, 10*time.Second
-			c.OutageBackoff = poller.Schedule{Min: 5 * time.Millisecond, Max: 20 * time.Millisecond, Multiplier: 2}
-			c.Oncebox.Outbox.Defaults.BatchSize = 25
-			c.Oncebox.Outbox.Defaults.MaxRetries = oncebox.Int(oncebox.MaxRetriesLimit)
-			c.Oncebox.Outbox.Defaults.Backoff = oncebox.BackoffSettings{Delay: time.Millisecond, Multiplier: 1}
-			c.Oncebox.Outbox.Defaults.Ordering = oncebox.OrderingKey
-			return c
-		}
+	}
+	for _, id := range lastCall {
+		require.True(t, resendable[id], "A's killed call was never finalized by A")
+	}
+	refused, stale := 0, 0
+	for _, h := range live {
+		snap := h.Snapshot()
+		refused += len(snap.Failures)
+		stale += len(snap.Stale)
+	}
+	require.NotZero(t, refused, "sends were refused at random")
 
-		var cut atomic.Bool
-		dbA := &faultyDB{Beginner: s.Beginner, match: func(string) bool { return cut.Load() }}
-		dbA.fails.Store(1 << 30)
-		killed := &killedPublisher{log: log, kill: 3, minBatch: 10, cut: func() { cut.Store(true) }, gone: make(chan struct{})}
-		hA := &sentHooks{}
-		s.startPoller(t, dbA, killed, cfg("A", hA))
-		t.Cleanup(func() { close(killed.gone) }) // runs before A's Close
-		live := []*hooks{{}, {}, {}}
-		for i, id := range []string{"B", "C", "D"} {
-			s.startPoller(t, nil, log, cfg(id, live[i]))
-		}
-
-		start := time.Now()
-		require.Eventually(t, func() bool { return s.status(t, "PROCESSED") == total }, 3*time.Minute, 20*time.Millisecond,
-			"every event PROCESSED")
-		t.Logf("%s: %d events over %d keys relayed in %s by 4 relays, one killed",
-			tg.Name, total, keys, time.Since(start).Round(time.Millisecond))
-
-		// What A delivered and did not finalize may be delivered twice.
-		killed.mu.Lock()
-		dead, sentByA, lastCall := killed.dead, slices.Clone(killed.sent), slices.Clone(killed.lastCall)
-		killed.mu.Unlock()
-		require.True(t, dead, "A died")
-		require.GreaterOrEqual(t, len(lastCall), killed.minBatch)
-		require.Equal(t, lastCall, sentByA[len(sentByA)-len(lastCall):], "A sent nothing after its killed call")
-		resendable := map[oncebox.EventID]bool{}
-		byA := map[oncebox.EventID]bool{}
-		for _, id := range sentByA {
-			require.False(t, byA[id], "A delivered %s once", id)
-			byA[id] = true
-			if !hA.finalized(id) {
-				resendable[id] = true
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	require.Empty(t, log.violations)
+	require.Len(t, log.perKey, keys)
+	if keeper {
+		require.Greater(t, log.sameKey, 1, "batches carried several events of a key")
+	} else {
+		require.Equal(t, 1, log.sameKey, "a plain publisher's batch carries one event of a key")
+	}
+	count := map[oncebox.EventID]int{}
+	for k, got := range log.perKey {
+		var top, topOnce, topResent oncebox.EventID // greatest so far: delivered, not resendable, resent
+		for i, id := range got {
+			count[id]++
+			after := func(a oncebox.EventID) bool { return bytes.Compare(id[:], a[:]) > 0 }
+			switch {
+			case !keeper:
+				require.True(t, i == 0 || !after(top) && id == top || after(top),
+					"%s: %s delivered after %s was confirmed: backwards", k, id, top)
+			case count[id] == 1:
+				require.True(t, i == 0 || after(top), "%s: %s first delivered after %s", k, id, top)
+			default:
+				require.True(t, resendable[id] && after(topOnce) && after(topResent),
+					"%s: %s resent after %s (delivered once) or %s (resent)", k, id, topOnce, topResent)
+				topResent = id
+			}
+			if i == 0 || after(top) {
+				top = id
+			}
+			if !resendable[id] && (i == 0 || after(topOnce)) {
+				topOnce = id
 			}
 		}
-		for _, id := range lastCall {
-			require.True(t, resendable[id], "A's killed call was never finalized by A")
+	}
+	for _, id := range ids {
+		want := 1
+		if resendable[id] {
+			want = 2
 		}
-		refused, stale := 0, 0
-		for _, h := range live {
-			snap := h.Snapshot()
-			refused += len(snap.Failures)
-			stale += len(snap.Stale)
-		}
-		require.NotZero(t, refused, "sends were refused at random")
-
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		require.Empty(t, log.violations)
-		require.Len(t, log.perKey, keys)
-		count := map[oncebox.EventID]int{}
-		for k, got := range log.perKey {
-			for i, id := range got {
-				count[id]++
-				if i > 0 {
-					require.True(t, bytes.Compare(got[i-1][:], id[:]) <= 0,
-						"%s: %s delivered after %s was confirmed: backwards", k, id, got[i-1])
-				}
-			}
-		}
-		for _, id := range ids {
-			want := 1
-			if resendable[id] {
-				want = 2
-			}
-			require.Equal(t, want, count[id], "deliveries of %s (A delivered and did not finalize it: %v; "+
-				"finalizes of the live relays that found their claim taken: %d)", id, resendable[id], stale)
-		}
-		require.Len(t, count, total, "nothing else delivered")
-		t.Logf("%s: %d deliveries again, all of A's unfinalized ones (its killed call: %d); %d sends refused",
-			tg.Name, len(resendable), len(lastCall), refused)
-	})
+		require.Equal(t, want, count[id], "deliveries of %s (A delivered and did not finalize it: %v; "+
+			"finalizes of the live relays that found their claim taken: %d)", id, resendable[id], stale)
+	}
+	require.Len(t, count, total, "nothing else delivered")
+	t.Logf("%s: %d deliveries again, all of A's unfinalized ones (its killed call: %d); %d sends refused; "+
+		"at most %d events of a key in a call", tg.Name, len(resendable), len(lastCall), refused, log.sameKey)
 }
