@@ -311,7 +311,7 @@ func (keeperBroker) KeepsKeyOrder() bool { return true }
 // With a publisher that keeps a key's order within a call, a batch may
 // carry several events of a key: they go in id order, whatever their due
 // times. Here the head came due after its successors (it failed more
-// often: a later next_retry_at), as in TestOrderedRelayUnderFailuresAndACrashSeveralPerKey,
+// often: a later next_retry_at), as in TestOrderedRelaySeveralPerKeyUnderFailuresAndACrash,
 // where a head retried alone in a full batch then went in one call with
 // its successors, after them.
 func TestOrderedRelaySendsAKeysEventsInIDOrderWithinACall(t *testing.T) {

@@ -542,7 +542,7 @@ func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
 // past an event that was finalized. So, per key: first deliveries strictly
 // increasing, never behind anything delivered before; resends strictly
 // increasing, each after every event of its key delivered once only.
-func TestOrderedRelayUnderFailuresAndACrashSeveralPerKey(t *testing.T) {
+func TestOrderedRelaySeveralPerKeyUnderFailuresAndACrash(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) { orderedCrash(t, tg, true) })
 }
 
