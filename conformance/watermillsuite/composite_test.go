@@ -58,28 +58,37 @@ type outbox struct {
 // to relayOut, until the test (with all its parallel subtests) ends.
 func startOutbox(t *testing.T, relayOut message.Publisher) *outbox {
 	t.Helper()
+	return startRelays(t, suiteOnceboxConfig(), relayOut)
+}
+
+// startRelays is startOutbox with the outbox configuration cfg and one
+// relay instance per publisher of relayOuts, all over the same schema.
+func startRelays(t *testing.T, cfg oncebox.Config, relayOuts ...message.Publisher) *outbox {
+	t.Helper()
 	// The suite publishes from up to 50 goroutines at once in several
 	// parallel tests (AddSimpleMessagesParallel), each Publish holding a
 	// connection for its transaction; pgtest's default of 8 would make them
 	// queue behind the relay.
 	s := pgtest.NewSchema(t, func(c *pgxpool.Config) { c.MaxConns = 24 })
-	cfg := suiteOnceboxConfig()
-	p, err := poller.New(s.Beginner, relayOut, poller.Config{
-		Dialect: s.Dialect,
-		Oncebox: cfg,
-		// The suite runs a dozen tests in parallel, each on its own topics,
-		// so a dozen discovered loops or more poll at once; the default
-		// (2 + 1 without configured types) would serialise them.
-		MaxConcurrentQueries: 8,
-	}, errorLogger{})
-	require.NoError(t, err)
-	errc := make(chan error, 1)
-	go func() { errc <- p.Run(context.Background()) }()
-	<-p.Running()
-	t.Cleanup(func() {
-		require.NoError(t, p.Close())
-		require.NoError(t, <-errc)
-	})
+	for i, relayOut := range relayOuts {
+		p, err := poller.New(s.Beginner, relayOut, poller.Config{
+			Dialect:    s.Dialect,
+			Oncebox:    cfg,
+			InstanceID: fmt.Sprintf("suite-relay-%d", i),
+			// The suite runs a dozen tests in parallel, each on its own topics,
+			// so a dozen discovered loops or more poll at once; the default
+			// (2 + 1 without configured types) would serialise them.
+			MaxConcurrentQueries: 8,
+		}, errorLogger{})
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- p.Run(context.Background()) }()
+		<-p.Running()
+		t.Cleanup(func() {
+			require.NoError(t, p.Close())
+			require.NoError(t, <-errc)
+		})
+	}
 	return &outbox{schema: s, pubConfig: publisher.Config{Dialect: s.Dialect, Oncebox: cfg}}
 }
 

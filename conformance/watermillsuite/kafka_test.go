@@ -77,24 +77,30 @@ func TestWatermillSuiteKafka(t *testing.T) {
 	o := startOutbox(t, relayOut)
 
 	newPubSub := func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
-		cfg := kafka.RecommendedSubscriberConfig(addrs, group)
-		// The suite calls SubscribeInitialize before it publishes to a topic.
-		cfg.InitializeTopicDetails = &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}
-		// As in watermill-kafka's own suite run: members joining and leaving
-		// a group all the time rebalance it in seconds, not Sarama's 60s.
-		cfg.OverwriteSaramaConfig.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
-		cfg.OverwriteSaramaConfig.Consumer.Group.Rebalance.Timeout = 3 * time.Second
-		// watermill-kafka waits NackResendSleep (100ms) before it redelivers
-		// a nacked message; TestContinueAfterErrors nacks 300 of them one
-		// after the other. The wait is the subscriber's, not the outbox's.
-		cfg.NackResendSleep = 10 * time.Millisecond
-		sub, err := kafkawm.NewSubscriber(cfg, watermill.NopLogger{})
-		require.NoError(t, err)
-		closeAtEnd(t, sub)
-		return o.publisher(nil), sub
+		return o.publisher(nil), kafkaSubscriber(t, addrs, group)
 	}
 	tests.TestPubSub(t, kafkaFeatures,
 		func(t *testing.T) (message.Publisher, message.Subscriber) { return newPubSub(t, groupFor(t)) },
 		newPubSub,
 	)
+}
+
+// kafkaSubscriber is the watermill-kafka subscriber of the suite's
+// constructors, in group, closed when t ends.
+func kafkaSubscriber(t *testing.T, addrs []string, group string) message.Subscriber {
+	cfg := kafka.RecommendedSubscriberConfig(addrs, group)
+	// The suite calls SubscribeInitialize before it publishes to a topic.
+	cfg.InitializeTopicDetails = &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}
+	// As in watermill-kafka's own suite run: members joining and leaving
+	// a group all the time rebalance it in seconds, not Sarama's 60s.
+	cfg.OverwriteSaramaConfig.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
+	cfg.OverwriteSaramaConfig.Consumer.Group.Rebalance.Timeout = 3 * time.Second
+	// watermill-kafka waits NackResendSleep (100ms) before it redelivers
+	// a nacked message; TestContinueAfterErrors nacks 300 of them one
+	// after the other. The wait is the subscriber's, not the outbox's.
+	cfg.NackResendSleep = 10 * time.Millisecond
+	sub, err := kafkawm.NewSubscriber(cfg, watermill.NopLogger{})
+	require.NoError(t, err)
+	closeAtEnd(t, sub)
+	return sub
 }

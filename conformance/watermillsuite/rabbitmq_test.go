@@ -67,7 +67,7 @@ func amqpURL() string {
 // subscriber" with rabbitmq.RecommendedSubscriberConfig: the default
 // exchange, one durable queue per topic.
 func TestWatermillSuiteRabbitMQ(t *testing.T) {
-	runRabbitMQSuite(t, rabbitMQFeatures, "")
+	runRabbitMQSuite(t, rabbitMQFeatures, "", false)
 }
 
 // rabbitMQExchangeFeatures are rabbitMQFeatures in the layout with an
@@ -89,12 +89,14 @@ var rabbitMQExchangeFeatures = func() tests.Features {
 // the topic's key, so every group gets a copy, as with watermill-amqp's
 // NewDurablePubSubConfig. This is where TestConsumerGroups runs.
 func TestWatermillSuiteRabbitMQConsumerGroups(t *testing.T) {
-	runRabbitMQSuite(t, rabbitMQExchangeFeatures, "oncebox-suite-"+watermill.NewShortUUID())
+	runRabbitMQSuite(t, rabbitMQExchangeFeatures, "oncebox-suite-"+watermill.NewShortUUID(), false)
 }
 
 // runRabbitMQSuite runs the suite with the relay publishing to exchange (""
-// for the default exchange, where the queue is the topic).
-func runRabbitMQSuite(t *testing.T, features tests.Features, exchange string) {
+// for the default exchange, where the queue is the topic). Ordered, two
+// relays run the outbox with ordering: key and every message published
+// carries one key (TestWatermillSuiteRabbitMQOrdered).
+func runRabbitMQSuite(t *testing.T, features tests.Features, exchange string, ordered bool) {
 	admin, err := amqp.Dial(amqpURL())
 	require.NoError(t, err, "this test needs RabbitMQ at %s (make services starts it), or ONCEBOX_TEST_AMQP_URL", amqpURL())
 	adminCh, err := admin.Channel()
@@ -132,10 +134,19 @@ func runRabbitMQSuite(t *testing.T, features tests.Features, exchange string) {
 		require.NoError(t, adminCh.ExchangeDeclare(exchange, "direct", true, false, false, false, nil))
 	}
 
-	relayOut, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: amqpURL(), Exchange: exchange}, watermill.NopLogger{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, relayOut.Close()) })
-	o := startOutbox(t, relayOut)
+	newRelayOut := func() *rabbitmq.Publisher {
+		relayOut, err := rabbitmq.NewPublisher(rabbitmq.PublisherConfig{URL: amqpURL(), Exchange: exchange}, watermill.NopLogger{})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, relayOut.Close()) })
+		return relayOut
+	}
+	relayOut := newRelayOut()
+	var o *outbox
+	if ordered {
+		o = startOrdered(t, relayOut, newRelayOut())
+	} else {
+		o = startOutbox(t, relayOut)
+	}
 
 	// The rabbitmq publisher declares nothing, and an event sent to a topic
 	// with no queue comes back unroutable (retried, then the DLQ). A
@@ -169,6 +180,9 @@ func runRabbitMQSuite(t *testing.T, features tests.Features, exchange string) {
 		sub, err := amqpwm.NewSubscriber(cfg, watermill.NopLogger{})
 		require.NoError(t, err)
 		closeAtEnd(t, sub)
+		if ordered {
+			return oneKey(o.publisher(declare)), sub
+		}
 		return o.publisher(declare), sub
 	}
 	var groups tests.ConsumerGroupPubSubConstructor
