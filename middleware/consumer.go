@@ -19,8 +19,8 @@ type ConsumerConfig struct {
 	// Inbox runs each attempt in its own transaction and drops duplicates.
 	// Required.
 	Inbox *Inbox
-	// Retry is the policy of the retries of a failed handler: the brief's
-	// inbox.retry. Zero fields take their defaults (3 retries, 100ms
+	// Retry is the policy of the retries of a failed handler (YAML
+	// inbox.retry). Zero fields take their defaults (3 retries, 100ms
 	// doubling up to 10s).
 	Retry oncebox.RetryConfig
 }
