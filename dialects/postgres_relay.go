@@ -55,7 +55,7 @@ RETURNING e.` + claimReturningQualified,
 func (d *PostgreSQL) eventsClaimByKey(p ClaimParams) Query {
 	var b dollarBinder
 	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "MATERIALIZED ", "")
-	now, token, instance, limit := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance)), b.p(p.Limit)
+	now, token, instance, limit := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance)), lit(p.Limit)
 	return Query{
 		SQL: "WITH " + ctes + `,
 cand AS MATERIALIZED (

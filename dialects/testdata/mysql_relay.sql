@@ -30,25 +30,29 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = ?, claimed_at = ?,
 
 -- Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
 ),
 waiting AS (
-    SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
-                        LIMIT ?
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at
+                        LIMIT 10000) y
 ),
 w AS (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
-                        LIMIT ?) s
+                        LIMIT 2000) s
      WHERE s.partition_key IS NULL
         OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
-                        LIMIT ?
+                        LIMIT 200
 ),
 wr AS (
     SELECT w.id, w.partition_key, w.next_retry_at,
@@ -76,31 +80,35 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
      WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= ?
     ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= ?
+     WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC 10000 order-created 2026-11-30 12:00:00 +0000 UTC 2000 200 order-created 2026-11-30 12:00:00 +0000 UTC 1]
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
 ),
 waiting AS (
-    SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
-                        LIMIT ?
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at
+                        LIMIT 10000) y
 ),
 w AS (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
-                        LIMIT ?) s
+                        LIMIT 2000) s
      WHERE s.partition_key IS NULL
         OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
-                        LIMIT ?
+                        LIMIT 200
 ),
 wr AS (
     SELECT w.id, w.partition_key, w.next_retry_at,
@@ -142,9 +150,9 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < h.id)
     ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= ?
+     WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC 10000 order-created 2026-11-30 12:00:00 +0000 UTC 2000 200 order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created 1]
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created]
 
 -- Claim by key 2/3: EventsClaimLockCandidates
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events

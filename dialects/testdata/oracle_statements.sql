@@ -103,25 +103,29 @@ UPDATE outbox_events SET status = 'IN_PROCESS', claim_token = :1, claimed_at = S
 
 -- Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
 ),
 waiting AS (
-    SELECT * FROM (SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL)
-                        WHERE ROWNUM <= :4
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT * FROM (SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at)
+                        WHERE ROWNUM <= 10000) y
 ),
 w AS (
     SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = :5 AND next_retry_at <= SYS_EXTRACT_UTC(:6)
+         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
          ORDER BY next_retry_at, id)
-                        WHERE ROWNUM <= :7) s
+                        WHERE ROWNUM <= 1000) s
      WHERE s.partition_key IS NULL
         OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id)
-                        WHERE ROWNUM <= :8
+                        WHERE ROWNUM <= 100
 ),
 wr AS (
     SELECT w.id, w.partition_key, w.next_retry_at,
@@ -131,7 +135,7 @@ wr AS (
 ws AS (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT MIN(b.id) FROM outbox_events b
-                        WHERE b.event_type = :9 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
+                        WHERE b.event_type = :6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
                           AND b.id NOT IN (SELECT id FROM w)) END AS stop1
       FROM wr
 ),
@@ -146,34 +150,38 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:10)
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:7)
     ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= :11
+     WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, 10000, "order-created", 2026-11-30T12:00:00Z, 1000, 100, "order-created", 2026-11-30T12:00:00Z, 1]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
 ),
 waiting AS (
-    SELECT * FROM (SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL)
-                        WHERE ROWNUM <= :4
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT * FROM (SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at)
+                        WHERE ROWNUM <= 10000) y
 ),
 w AS (
     SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = :5 AND next_retry_at <= SYS_EXTRACT_UTC(:6)
+         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
          ORDER BY next_retry_at, id)
-                        WHERE ROWNUM <= :7) s
+                        WHERE ROWNUM <= 1000) s
      WHERE s.partition_key IS NULL
         OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id)
-                        WHERE ROWNUM <= :8
+                        WHERE ROWNUM <= 100
 ),
 wr AS (
     SELECT w.id, w.partition_key, w.next_retry_at,
@@ -183,7 +191,7 @@ wr AS (
 ws AS (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT MIN(b.id) FROM outbox_events b
-                        WHERE b.event_type = :9 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
+                        WHERE b.event_type = :6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
                           AND b.id NOT IN (SELECT id FROM w)) END AS stop1
       FROM wr
 ),
@@ -197,27 +205,27 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = :10 AND f.partition_key = wt.partition_key
+                        WHERE f.event_type = :7 AND f.partition_key = wt.partition_key
                           AND f.status = 'FAILED' AND f.id < wt.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = :11 AND q.partition_key = wt.partition_key
+                        WHERE q.event_type = :8 AND q.partition_key = wt.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < wt.id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:12)
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:9)
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = :13 AND f.partition_key = h.partition_key
+                        WHERE f.event_type = :10 AND f.partition_key = h.partition_key
                           AND f.status = 'FAILED' AND f.id < h.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = :14 AND q.partition_key = h.partition_key
+                        WHERE q.event_type = :11 AND q.partition_key = h.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < h.id)
     ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= :15
+     WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, 10000, "order-created", 2026-11-30T12:00:00Z, 1000, 100, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", 1]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created"]
 
 -- Claim by key 2/3: EventsClaimLockCandidates (cursor)
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at

@@ -15,25 +15,29 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 
 -- EventsClaim (ordering: key)
 WITH busy AS MATERIALIZED (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
 ),
 waiting AS MATERIALIZED (
-    SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
-                        LIMIT $4
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at
+                        LIMIT 10000) y
 ),
 w AS MATERIALIZED (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = $5 AND next_retry_at <= $6
+         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
          ORDER BY next_retry_at, id
-                        LIMIT $7) s
+                        LIMIT 2000) s
      WHERE s.partition_key IS NULL
         OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
      ORDER BY s.next_retry_at, s.id
-                        LIMIT $8
+                        LIMIT 200
 ),
 wr AS MATERIALIZED (
     SELECT w.id, w.partition_key, w.next_retry_at,
@@ -43,7 +47,7 @@ wr AS MATERIALIZED (
 ws AS MATERIALIZED (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = $9 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        WHERE b.event_type = $6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
                           AND b.id NOT IN (SELECT id FROM w)
                         ORDER BY b.id LIMIT 1) END AS stop1
       FROM wr
@@ -60,9 +64,104 @@ cand AS MATERIALIZED (
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $10
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $7
     ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= $11
+     WHERE z.partition_key IS NULL OR z.rn <= 1
+),
+locked AS MATERIALIZED (
+    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $8
+       FOR UPDATE OF c SKIP LOCKED
+),
+missed AS MATERIALIZED (
+    SELECT m.id, m.partition_key FROM cand m
+     WHERE m.partition_key IS NOT NULL AND m.id NOT IN (SELECT id FROM locked)
+),
+kept AS (
+    SELECT l.id, l.partition_key, l.next_retry_at,
+           first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
+      FROM locked l
+     WHERE NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
+    WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
+),
+due AS (
+    SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
+)
+UPDATE outbox_events e
+   SET status = 'IN_PROCESS', claim_token = $9, claimed_at = $8, claimed_by = $10, updated_at = $8
+  FROM due
+ WHERE e.id = due.id
+RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
+
+-- EventsClaim (ordering: key, on-failure: block)
+WITH busy AS MATERIALIZED (
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+),
+waiting AS MATERIALIZED (
+    SELECT DISTINCT y.partition_key FROM (
+        SELECT x.partition_key FROM outbox_events x
+         WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
+         ORDER BY x.next_retry_at
+                        LIMIT 10000) y
+),
+w AS MATERIALIZED (
+    SELECT s.id, s.partition_key, s.next_retry_at FROM (
+        SELECT id, partition_key, next_retry_at FROM outbox_events
+         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+         ORDER BY next_retry_at, id
+                        LIMIT 2000) s
+     WHERE s.partition_key IS NULL
+        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
+     ORDER BY s.next_retry_at, s.id
+                        LIMIT 200
+),
+wr AS MATERIALIZED (
+    SELECT w.id, w.partition_key, w.next_retry_at,
+           ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
+      FROM w
+),
+ws AS MATERIALIZED (
+    SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
+           CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = $6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                          AND b.id NOT IN (SELECT id FROM w)
+                        ORDER BY b.id LIMIT 1) END AS stop1
+      FROM wr
+),
+wt AS MATERIALIZED (
+    SELECT ws.id, ws.partition_key, ws.next_retry_at, ws.krn,
+           FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
+      FROM ws
+),
+cand AS MATERIALIZED (
+    SELECT z.id, z.partition_key, z.next_retry_at FROM (
+    SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
+    SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
+     WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = $7 AND f.partition_key = wt.partition_key
+                          AND f.status = 'FAILED' AND f.id < wt.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = $8 AND q.partition_key = wt.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < wt.id))
+    UNION ALL
+    SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $9
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = $10 AND f.partition_key = h.partition_key
+                          AND f.status = 'FAILED' AND f.id < h.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = $11 AND q.partition_key = h.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < h.id)
+    ) y) z
+     WHERE z.partition_key IS NULL OR z.rn <= 1
 ),
 locked AS MATERIALIZED (
     SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
@@ -81,105 +180,14 @@ kept AS (
     WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
 ),
 due AS (
-    SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT $15
+    SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
 )
 UPDATE outbox_events e
    SET status = 'IN_PROCESS', claim_token = $13, claimed_at = $12, claimed_by = $14, updated_at = $12
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC 10000 a 2026-11-30 12:00:00 +0000 UTC 2000 200 a 2026-11-30 12:00:00 +0000 UTC 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
-
--- EventsClaim (ordering: key, on-failure: block)
-WITH busy AS MATERIALIZED (
-    SELECT DISTINCT i.partition_key FROM outbox_events i
-     WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
-),
-waiting AS MATERIALIZED (
-    SELECT DISTINCT x.partition_key FROM outbox_events x
-     WHERE x.status = 'PENDING' AND x.event_type = $2 AND x.next_retry_at > $3 AND x.partition_key IS NOT NULL
-                        LIMIT $4
-),
-w AS MATERIALIZED (
-    SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = $5 AND next_retry_at <= $6
-         ORDER BY next_retry_at, id
-                        LIMIT $7) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id
-                        LIMIT $8
-),
-wr AS MATERIALIZED (
-    SELECT w.id, w.partition_key, w.next_retry_at,
-           ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
-      FROM w
-),
-ws AS MATERIALIZED (
-    SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
-           CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = $9 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
-                          AND b.id NOT IN (SELECT id FROM w)
-                        ORDER BY b.id LIMIT 1) END AS stop1
-      FROM wr
-),
-wt AS MATERIALIZED (
-    SELECT ws.id, ws.partition_key, ws.next_retry_at, ws.krn,
-           FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
-      FROM ws
-),
-cand AS MATERIALIZED (
-    SELECT z.id, z.partition_key, z.next_retry_at FROM (
-    SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
-    SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
-     WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
-       AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = $10 AND f.partition_key = wt.partition_key
-                          AND f.status = 'FAILED' AND f.id < wt.id)
-       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = $11 AND q.partition_key = wt.partition_key
-                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
-                          AND q.event_id < wt.id))
-    UNION ALL
-    SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $12
-       AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = $13 AND f.partition_key = h.partition_key
-                          AND f.status = 'FAILED' AND f.id < h.id)
-       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = $14 AND q.partition_key = h.partition_key
-                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
-                          AND q.event_id < h.id)
-    ) y) z
-     WHERE z.partition_key IS NULL OR z.rn <= $15
-),
-locked AS MATERIALIZED (
-    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $16
-       FOR UPDATE OF c SKIP LOCKED
-),
-missed AS MATERIALIZED (
-    SELECT m.id, m.partition_key FROM cand m
-     WHERE m.partition_key IS NOT NULL AND m.id NOT IN (SELECT id FROM locked)
-),
-kept AS (
-    SELECT l.id, l.partition_key, l.next_retry_at,
-           first_value(l.next_retry_at) OVER g AS g_at, first_value(l.id) OVER g AS g_id
-      FROM locked l
-     WHERE NOT EXISTS (SELECT 1 FROM missed g WHERE g.partition_key = l.partition_key AND g.id < l.id)
-    WINDOW g AS (PARTITION BY l.partition_key, CASE WHEN l.partition_key IS NULL THEN l.id END ORDER BY l.next_retry_at, l.id)
-),
-due AS (
-    SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT $19
-)
-UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $17, claimed_at = $16, claimed_by = $18, updated_at = $16
-  FROM due
- WHERE e.id = due.id
-RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC 10000 a 2026-11-30 12:00:00 +0000 UTC 2000 200 a a a 2026-11-30 12:00:00 +0000 UTC a a 1 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1 200]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsDueTypes (discovery)
 WITH RECURSIVE t(event_type, n) AS (
