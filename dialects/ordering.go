@@ -77,17 +77,19 @@ func keyScan(limit int) int { return 10 * limit }
 
 // maxWaitingKeys bounds the rows waiting for a retry (the first to come
 // due) whose keys an ordered claim reads to drop their rows from its
-// window. Both reads are ordered by the column of the index they should
-// use ((event_type, next_retry_at, id) WHERE PENDING, (claimed_at) WHERE
-// IN_PROCESS): on a table without statistics PostgreSQL otherwise read
-// every keyed row of the type through the key index (44 ms of a 58 ms
-// claim of 200, measured). The set only
-// saves the window's room (a key's rows behind a waiting row are never
-// candidates: its stop_id is the waiting row), so a cut set is safe; the
-// bound keeps it a hashed set in the plan whatever the estimates: read
-// row by row for each row of the window, 50,000 waiting keys made a claim
-// of 1,000 take 6.6 s, and a bound of 50,000 was past PostgreSQL's limit
-// for hashing it (26 s); at 10,000 it is hashed (measured).
+// window. The set only saves the window's room (a key's rows behind a
+// waiting row are never candidates: its stop_id is the waiting row), so a
+// cut set is safe; the bound keeps it a hashed set in the plan whatever
+// the estimates: read row by row for each row of the window, 50,000
+// waiting keys made a claim of 1,000 take 6.6 s, and a bound of 50,000 was
+// past PostgreSQL's limit for hashing it (26 s); at 10,000 it is hashed
+// (measured).
+//
+// The busy and waiting reads are ordered by the column of the index they
+// should use ((claimed_at) WHERE IN_PROCESS, (event_type, next_retry_at,
+// id) WHERE PENDING): on a table without statistics PostgreSQL otherwise
+// read every keyed row of the type through the key index (44 ms of a
+// 58 ms claim of 200, measured).
 const maxWaitingKeys = 10000
 
 // orderedCandidates writes the common table expressions of an ordered
