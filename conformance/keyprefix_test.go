@@ -99,97 +99,115 @@ func TestOrderedClaimTakesARetriedHeadBehindAFullWindow(t *testing.T) {
 // and take each key's events in id order, each once.
 func TestOrderedPrefixClaimersRacing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const keys, perKey, claimers = 12, 20, 5
-		var order []string
-		for range perKey {
-			for k := range keys {
-				order = append(order, fmt.Sprintf("key-%02d", k))
-			}
+		multi := raceOrderedClaimers(t, setup(t, tg), 12, 20, 5, 2,
+			func(rng *rand.Rand) (int, int) { return 2 + rng.IntN(10), 1 + rng.IntN(4) })
+		require.Positive(t, multi, "some claims took several events of a key")
+	})
+}
+
+// raceOrderedClaimers publishes perKey events of each of keys keys, round
+// robin, and runs claimers ordered claimers (each loop: claim with the
+// limit and PerKey that params draws, hold a moment, mark PROCESSED)
+// until every event is claimed. It fails the test when a key is claimed
+// while a batch of it is in flight, a key's events are claimed out of id
+// order or more than PerKey of them at once, a claim's rows are not in id
+// order, or an event is claimed twice or never. A key is marked in flight
+// from its claim until just before its PROCESSED update, which is still
+// before any other claimer can take its successor: the check never fires
+// falsely. It returns how many claims took several events of a key.
+func raceOrderedClaimers(t *testing.T, s *suite, keys, perKey, claimers int, seed uint64, params func(*rand.Rand) (limit, perKey int)) int {
+	t.Helper()
+	var order []string
+	for range perKey {
+		for k := range keys {
+			order = append(order, fmt.Sprintf("key-%02d", k))
 		}
-		ids := s.publishKeys(t, "order-created", order...)
-		keyOf := make(map[oncebox.EventID]string, len(ids))
-		next := map[string][]oncebox.EventID{}
-		for i, id := range ids {
-			keyOf[id] = order[i]
-			next[order[i]] = append(next[order[i]], id)
-		}
-		var mu sync.Mutex
-		inFlight := map[string]bool{}
-		var violations []string
-		done, multi := 0, 0
-		var wg sync.WaitGroup
-		for c := range claimers {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(c), 2))
-				for idle := 0; idle < 200; {
-					tok := newID(t)
-					got, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{EventType: "order-created",
-						Limit: 2 + rng.IntN(10), Token: tok, Now: s.clock.Now(), Instance: fmt.Sprint("claimer-", c),
-						ByKey: true, PerKey: 1 + rng.IntN(4)})
-					mu.Lock()
-					if err != nil {
-						violations = append(violations, "claim: "+err.Error())
-						mu.Unlock()
+	}
+	ids := s.publishKeys(t, "order-created", order...)
+	keyOf := make(map[oncebox.EventID]string, len(ids))
+	next := map[string][]oncebox.EventID{}
+	for i, id := range ids {
+		keyOf[id] = order[i]
+		next[order[i]] = append(next[order[i]], id)
+	}
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	var violations []string
+	done, multi := 0, 0
+	var wg sync.WaitGroup
+	for c := range claimers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(c), seed))
+			for idle := 0; idle < 200; {
+				tok := newID(t)
+				limit, most := params(rng)
+				got, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{EventType: "order-created",
+					Limit: limit, Token: tok, Now: s.clock.Now(), Instance: fmt.Sprint("claimer-", c), ByKey: true, PerKey: most})
+				mu.Lock()
+				if err != nil {
+					violations = append(violations, "claim: "+err.Error())
+					mu.Unlock()
+					return
+				}
+				if len(got) == 0 {
+					finished := done == len(ids)
+					mu.Unlock()
+					if finished {
 						return
 					}
-					if len(got) == 0 {
-						finished := done == len(ids)
-						mu.Unlock()
-						if finished {
-							return
-						}
-						idle++
-						time.Sleep(time.Millisecond)
-						continue
+					idle++
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				claimed := make([]oncebox.EventID, len(got))
+				mine := map[string]int{}
+				for i, e := range got {
+					claimed[i] = e.ID
+					k := keyOf[e.ID]
+					if inFlight[k] {
+						violations = append(violations, fmt.Sprintf("%s: %s claimed while another batch of the key is in flight", k, e.ID))
 					}
-					claimed := make([]oncebox.EventID, len(got))
-					mine := map[string]int{}
-					for i, e := range got {
-						claimed[i] = e.ID
-						k := keyOf[e.ID]
-						if inFlight[k] {
-							violations = append(violations, fmt.Sprintf("%s: %s claimed while another batch of the key is in flight", k, e.ID))
-						}
-						mine[k]++
-						if len(next[k]) == 0 || next[k][0] != e.ID {
-							violations = append(violations, fmt.Sprintf("%s: %s claimed out of order", k, e.ID))
-						} else {
-							next[k] = next[k][1:]
-						}
-						if i > 0 && bytes.Compare(got[i-1].ID[:], e.ID[:]) >= 0 {
-							violations = append(violations, "the claim's rows are not in id order")
-						}
+					mine[k]++
+					if len(next[k]) == 0 || next[k][0] != e.ID {
+						violations = append(violations, fmt.Sprintf("%s: %s claimed out of order", k, e.ID))
+					} else {
+						next[k] = next[k][1:]
 					}
-					for k, n := range mine {
-						inFlight[k] = true
-						if n > 1 {
-							multi++
-						}
-					}
-					mu.Unlock()
-					time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
-					mu.Lock()
-					for k := range mine {
-						inFlight[k] = false
-					}
-					done += len(got)
-					mu.Unlock()
-					if _, err := s.Dialect.MarkProcessed(context.Background(), s.Beginner, tok, claimed, s.clock.Now()); err != nil {
-						mu.Lock()
-						violations = append(violations, "mark: "+err.Error())
-						mu.Unlock()
-						return
+					if i > 0 && bytes.Compare(got[i-1].ID[:], e.ID[:]) >= 0 {
+						violations = append(violations, "the claim's rows are not in id order")
 					}
 				}
-			})
-		}
-		wg.Wait()
-		require.Empty(t, violations)
-		require.Equal(t, len(ids), done, "every event claimed once")
-		require.Positive(t, multi, "some claims took several events of a key")
-		require.Equal(t, len(ids), s.status(t, "PROCESSED"))
-	})
+				for k, n := range mine {
+					inFlight[k] = true
+					if n > max(most, 1) {
+						violations = append(violations, fmt.Sprintf("%s: %d events in a claim of PerKey %d", k, n, most))
+					}
+					if n > 1 {
+						multi++
+					}
+				}
+				mu.Unlock()
+				time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+				mu.Lock()
+				for k := range mine {
+					inFlight[k] = false
+				}
+				done += len(got)
+				mu.Unlock()
+				if _, err := s.Dialect.MarkProcessed(context.Background(), s.Beginner, tok, claimed, s.clock.Now()); err != nil {
+					mu.Lock()
+					violations = append(violations, "mark: "+err.Error())
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, violations)
+	require.Equal(t, len(ids), done, "every event claimed once")
+	require.Equal(t, len(ids), s.status(t, "PROCESSED"))
+	return multi
 }
 
 // orderKeepingLog is a keyedLog that says it keeps a key's order within a

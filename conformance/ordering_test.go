@@ -218,92 +218,9 @@ func TestOrderedClaimAfterAHeadFailed(t *testing.T) {
 // times: the test guards the form, it cannot tell the two apart there.
 func TestOrderedClaimersRacing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const keys, perKey, claimers = 20, 25, 6
-		var order []string
-		for range perKey {
-			for k := range keys {
-				order = append(order, fmt.Sprintf("key-%02d", k))
-			}
-		}
-		ids := s.publishKeys(t, "order-created", order...)
-		keyOf := make(map[oncebox.EventID]string, len(ids))
-		next := map[string][]oncebox.EventID{}
-		for i, id := range ids {
-			keyOf[id] = order[i]
-			next[order[i]] = append(next[order[i]], id)
-		}
-
-		var mu sync.Mutex
-		inFlight := map[string]bool{}
-		var violations []string
-		done := 0
-		var wg sync.WaitGroup
-		for c := range claimers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(c), 1))
-				for idle := 0; idle < 200; {
-					tok, err := oncebox.NewEventID()
-					if err != nil {
-						panic(err)
-					}
-					got, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{EventType: "order-created",
-						Limit: 1 + rng.IntN(8), Token: tok, Now: s.clock.Now(), Instance: fmt.Sprint("claimer-", c), ByKey: true})
-					if err != nil {
-						mu.Lock()
-						violations = append(violations, "claim: "+err.Error())
-						mu.Unlock()
-						return
-					}
-					if len(got) == 0 {
-						mu.Lock()
-						finished := done == len(ids)
-						mu.Unlock()
-						if finished {
-							return
-						}
-						idle++
-						time.Sleep(time.Millisecond)
-						continue
-					}
-					claimed := make([]oncebox.EventID, len(got))
-					mu.Lock()
-					for i, e := range got {
-						k := keyOf[e.ID]
-						claimed[i] = e.ID
-						if inFlight[k] {
-							violations = append(violations, fmt.Sprintf("%s: %s claimed while another event of the key is in flight", k, e.ID))
-						}
-						inFlight[k] = true
-						if len(next[k]) == 0 || next[k][0] != e.ID {
-							violations = append(violations, fmt.Sprintf("%s: %s claimed out of order", k, e.ID))
-						} else {
-							next[k] = next[k][1:]
-						}
-					}
-					mu.Unlock()
-					time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
-					mu.Lock()
-					for _, e := range got {
-						inFlight[keyOf[e.ID]] = false
-					}
-					done += len(got)
-					mu.Unlock()
-					if _, err := s.Dialect.MarkProcessed(context.Background(), s.Beginner, tok, claimed, s.clock.Now()); err != nil {
-						mu.Lock()
-						violations = append(violations, "mark: "+err.Error())
-						mu.Unlock()
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		require.Empty(t, violations)
-		require.Equal(t, len(ids), done, "every event claimed once")
-		require.Equal(t, len(ids), s.status(t, "PROCESSED"))
+		multi := raceOrderedClaimers(t, setup(t, tg), 20, 25, 6, 1,
+			func(rng *rand.Rand) (int, int) { return 1 + rng.IntN(8), 1 })
+		require.Zero(t, multi, "PerKey 1: one event of a key per claim")
 	})
 }
 
