@@ -25,15 +25,7 @@ import (
 // order the claim returned them (id order).
 func (s *suite) claimPrefix(t *testing.T, eventType string, limit, perKey int) (oncebox.EventID, []oncebox.EventID) {
 	t.Helper()
-	tok := newID(t)
-	got, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{EventType: eventType, Limit: limit,
-		Token: tok, Now: s.clock.Now(), Instance: "test", ByKey: true, PerKey: perKey})
-	require.NoError(t, err)
-	ids := make([]oncebox.EventID, len(got))
-	for i := range got {
-		ids[i] = got[i].ID
-	}
-	return tok, ids
+	return s.claimOrdered(t, dialects.ClaimParams{EventType: eventType, Limit: limit, PerKey: perKey})
 }
 
 // A claim takes up to PerKey of each key's first PENDING rows, in id

@@ -51,20 +51,29 @@ func (s *suite) publishKeys(t *testing.T, eventType string, keys ...string) []on
 	return ids
 }
 
-// claimByKey runs the dialect's ordered claim of eventType and returns the
-// claim's token and the ids claimed, sorted (RETURNING gives no order).
+// claimByKey runs the dialect's ordered claim of eventType (one event of
+// a key per claim) and returns the claim's token and the ids claimed,
+// sorted.
 func (s *suite) claimByKey(t *testing.T, eventType string, limit int, block bool) (oncebox.EventID, []oncebox.EventID) {
 	t.Helper()
-	tok := newID(t)
-	got, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{EventType: eventType, Limit: limit,
-		Token: tok, Now: s.clock.Now(), Instance: "test", ByKey: true, BlockOnFailure: block})
+	tok, ids := s.claimOrdered(t, dialects.ClaimParams{EventType: eventType, Limit: limit, BlockOnFailure: block})
+	slices.SortFunc(ids, func(a, b oncebox.EventID) int { return bytes.Compare(a[:], b[:]) })
+	return tok, ids
+}
+
+// claimOrdered runs the dialect's ordered claim p (ByKey, with a new token
+// at the suite's clock) and returns the token and the ids in the order
+// the claim returned them.
+func (s *suite) claimOrdered(t *testing.T, p dialects.ClaimParams) (oncebox.EventID, []oncebox.EventID) {
+	t.Helper()
+	p.Token, p.Now, p.Instance, p.ByKey = newID(t), s.clock.Now(), "test", true
+	got, err := s.Dialect.Claim(context.Background(), s.Beginner, p)
 	require.NoError(t, err)
 	ids := make([]oncebox.EventID, len(got))
 	for i := range got {
 		ids[i] = got[i].ID
 	}
-	slices.SortFunc(ids, func(a, b oncebox.EventID) int { return bytes.Compare(a[:], b[:]) })
-	return tok, ids
+	return p.Token, ids
 }
 
 // markProcessed finalizes ids of the claim tok as sent.
