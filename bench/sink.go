@@ -90,3 +90,9 @@ type orderKeepingSink struct{ *sink }
 
 // KeepsKeyOrder implements poller.KeyOrderKeeper.
 func (orderKeepingSink) KeepsKeyOrder() bool { return true }
+
+// PublishBatch implements poller.BatchPublisher, which a KeyOrderKeeper
+// must be: every message confirmed.
+func (s orderKeepingSink) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
+	return make([]error, len(msgs)), s.Publish(topic, msgs...)
+}

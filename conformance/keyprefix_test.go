@@ -213,6 +213,12 @@ type orderKeepingLog struct {
 
 func (l *orderKeepingLog) KeepsKeyOrder() bool { return true }
 
+// PublishBatch makes it a poller.BatchPublisher, which a KeyOrderKeeper
+// must be: every message confirmed.
+func (l *orderKeepingLog) PublishBatch(topic string, msgs ...*message.Message) ([]error, error) {
+	return make([]error, len(msgs)), l.Publish(topic, msgs...)
+}
+
 func (l *orderKeepingLog) Publish(topic string, msgs ...*message.Message) error {
 	seen := map[string]int{}
 	for _, m := range msgs {
@@ -301,4 +307,7 @@ func TestOrderedRelayToAnOrderKeepingPublisher(t *testing.T) {
 	})
 }
 
-var _ poller.KeyOrderKeeper = (*orderKeepingLog)(nil)
+var (
+	_ poller.KeyOrderKeeper = (*orderKeepingLog)(nil)
+	_ poller.BatchPublisher = (*orderKeepingLog)(nil)
+)

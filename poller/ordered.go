@@ -1,6 +1,6 @@
 package poller
 
-// KeyOrderKeeper is an optional extension of message.Publisher for
+// KeyOrderKeeper is an optional extension of BatchPublisher for
 // publishers that deliver the messages of one call that carry the same key
 // in the order given, and never confirm a message of a key after one of
 // the same key and call that failed: Kafka with an idempotent producer
@@ -9,7 +9,9 @@ package poller
 // claims a batch that may carry several events of a key, in order; for
 // any other publisher a batch carries at most one event of a key, so a
 // key's events go one batch at a time and a failed one is never overtaken
-// (docs/ordering.md).
+// (docs/ordering.md). It counts only on a BatchPublisher: a plain
+// publisher's failed call is sent again one message per call, and a key's
+// later message could then be confirmed after an earlier one was refused.
 type KeyOrderKeeper interface {
 	// KeepsKeyOrder reports whether the publisher, as configured, keeps
 	// the order of a key's messages within one call.
@@ -18,7 +20,8 @@ type KeyOrderKeeper interface {
 
 // perKey is how many events of one key a claim of ec's type may take.
 func (p *Poller) perKey(limit int) int {
-	if k, ok := p.pub.(KeyOrderKeeper); ok && k.KeepsKeyOrder() {
+	_, batch := p.pub.(BatchPublisher)
+	if k, ok := p.pub.(KeyOrderKeeper); ok && batch && k.KeepsKeyOrder() {
 		return limit
 	}
 	return 1
