@@ -70,7 +70,12 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 			})
 		}
 		delay = s.Next(started > 0)
-		if err != nil && ctx.Err() == nil {
+		if closing(ctx, err) {
+			// A statement that waited for its connection slot ended with
+			// the context: no failure to report.
+			err = nil
+		}
+		if err != nil {
 			p.logger.Error("Discovery of event types failed", err, watermill.LogFields{"next_delay": delay})
 		}
 		p.config.Hooks.PollDone(PollInfo{EventType: DiscoveryEventType, Claimed: started, NextDelay: delay, Err: err})

@@ -387,11 +387,22 @@ func (p *Poller) pollDone(ctx context.Context, ec oncebox.EventConfig, out *outa
 	case r.claimed > 0:
 		out.reached()
 	}
-	if r.err != nil && ctx.Err() == nil {
-		p.logger.Error("Poll failed", r.err, watermill.LogFields{"event_type": ec.EventType, "next_delay": *delay})
+	err := r.err
+	if closing(ctx, err) {
+		err = nil
+	}
+	if err != nil && ctx.Err() == nil {
+		p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": *delay})
 	}
 	p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: r.claimed, Full: r.claimed == ec.BatchSize,
-		NextDelay: *delay, Err: r.err})
+		NextDelay: *delay, Err: err})
+}
+
+// closing reports whether err is only the end of ctx, the poller's run:
+// a statement that waited for a connection slot while the poller closed.
+// Hooks and logs do not report it as a failure.
+func closing(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // batch is a claimed batch: its rows and the claim's token.
