@@ -108,13 +108,11 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 	lock := d.eventsClaimSelect(p)
 	var cands []candidate
 	if p.ByKey {
-		var ids []oncebox.EventID
 		var err error
-		cands, ids, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p))
-		if err != nil || len(ids) == 0 {
+		if cands, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil || len(cands) == 0 {
 			return nil, mysqlHint(err)
 		}
-		lock = d.eventsClaimLockCandidates(p, ids)
+		lock = d.eventsClaimLockCandidates(p, candidateIDs(cands))
 	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
@@ -125,9 +123,7 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 			return mysqlHint(err)
 		}
 		if p.ByKey {
-			// The rows dropped stay locked until the commit, unchanged.
-			rows, _ = keepKeyPrefixes(cands, rows)
-			if rows, _ = cutKeyPrefixes(rows, p.Limit); len(rows) == 0 {
+			if rows = claimable(cands, rows, p.Limit); len(rows) == 0 {
 				return nil
 			}
 		}
@@ -140,9 +136,6 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 	})
 	if err != nil {
 		return nil, err
-	}
-	if p.ByKey {
-		sortByID(out)
 	}
 	return out, nil
 }

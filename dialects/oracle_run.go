@@ -46,13 +46,11 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	limit := p.Limit
 	var cands []candidate
 	if p.ByKey {
-		var ids []oncebox.EventID
 		var err error
-		cands, ids, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p))
-		if err != nil || len(ids) == 0 {
+		if cands, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil || len(cands) == 0 {
 			return nil, err
 		}
-		lock, limit = d.eventsClaimLockCandidates(p, ids), len(ids)
+		lock, limit = d.eventsClaimLockCandidates(p, candidateIDs(cands)), len(cands)
 	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {
 		return nil, err
 	}
@@ -63,9 +61,7 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 			return err
 		}
 		if p.ByKey {
-			// The rows dropped stay locked until the commit, unchanged.
-			events, _ = keepKeyPrefixes(cands, events)
-			if events, _ = cutKeyPrefixes(events, p.Limit); len(events) == 0 {
+			if events = claimable(cands, events, p.Limit); len(events) == 0 {
 				return nil
 			}
 		}
@@ -77,9 +73,6 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	})
 	if err != nil {
 		return nil, err
-	}
-	if p.ByKey {
-		sortByID(out)
 	}
 	return out, nil
 }

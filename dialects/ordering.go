@@ -193,36 +193,52 @@ type candidate struct {
 
 // queryCandidates runs the plain read of an ordered claim's candidates
 // (id, partition_key, …) in claim order.
-func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) ([]candidate, []oncebox.EventID, error) {
+func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) ([]candidate, error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
 	var out []candidate
-	var ids []oncebox.EventID
 	for rows.Next() {
 		var c candidate
 		var key sql.NullString
 		var next any
 		if err := rows.Scan(&c.id, &key, &next); err != nil {
-			return nil, nil, fmt.Errorf("scan: %w", err)
+			return nil, fmt.Errorf("scan: %w", err)
 		}
 		if key.Valid {
 			c.key = &key.String
 		}
 		out = append(out, c)
-		ids = append(ids, c.id)
 	}
-	return out, ids, rowsErr(rows)
+	return out, rowsErr(rows)
+}
+
+// candidateIDs is the ids of cands, in order.
+func candidateIDs(cands []candidate) []oncebox.EventID {
+	ids := make([]oncebox.EventID, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	return ids
+}
+
+// claimable is what an ordered claim keeps of the candidates it locked
+// (given in claim order), in id order: the key prefixes (keepKeyPrefixes),
+// cut to limit without breaking one (cutKeyPrefixes). The rows it leaves
+// stay locked until the claim's commit, unchanged.
+func claimable(cands []candidate, locked []ClaimedEvent, limit int) []ClaimedEvent {
+	keep := cutKeyPrefixes(keepKeyPrefixes(cands, locked), limit)
+	sortByID(keep)
+	return keep
 }
 
 // keepKeyPrefixes keeps the locked rows of an ordered claim that are not
 // preceded, in their key, by a candidate that was not locked (skipped
 // because another claimer holds it, or no longer PENDING and due): the
-// claim takes a prefix of each key or nothing of it. It returns the rows
-// kept and the ids of those dropped (locked, to be left PENDING).
-func keepKeyPrefixes(cands []candidate, locked []ClaimedEvent) (keep []ClaimedEvent, drop []oncebox.EventID) {
+// claim takes a prefix of each key or nothing of it.
+func keepKeyPrefixes(cands []candidate, locked []ClaimedEvent) (keep []ClaimedEvent) {
 	got := make(map[oncebox.EventID]bool, len(locked))
 	for _, e := range locked {
 		got[e.ID] = true
@@ -240,23 +256,21 @@ func keepKeyPrefixes(cands []candidate, locked []ClaimedEvent) (keep []ClaimedEv
 	for _, e := range locked {
 		if e.Key != nil {
 			if g, ok := gap[*e.Key]; ok && bytes.Compare(e.ID[:], g[:]) > 0 {
-				drop = append(drop, e.ID)
 				continue
 			}
 		}
 		keep = append(keep, e)
 	}
-	return keep, drop
+	return keep
 }
 
 // cutKeyPrefixes keeps at most limit of an ordered claim's rows, given in
 // claim order, without breaking a key's prefix: the keys (and the rows
 // without a key, each alone) in the order of their first row, each key's
-// rows in id order, cut after limit rows. It returns the rows kept and
-// the ids of those cut (locked, to be left PENDING).
-func cutKeyPrefixes(rows []ClaimedEvent, limit int) (keep []ClaimedEvent, drop []oncebox.EventID) {
+// rows in id order, cut after limit rows.
+func cutKeyPrefixes(rows []ClaimedEvent, limit int) (keep []ClaimedEvent) {
 	if len(rows) <= limit {
-		return rows, nil
+		return rows
 	}
 	var groups [][]ClaimedEvent
 	at := map[string]int{}
@@ -276,14 +290,13 @@ func cutKeyPrefixes(rows []ClaimedEvent, limit int) (keep []ClaimedEvent, drop [
 	for _, g := range groups {
 		sortByID(g)
 		for _, e := range g {
-			if len(keep) < limit {
-				keep = append(keep, e)
-			} else {
-				drop = append(drop, e.ID)
+			if len(keep) == limit {
+				return keep
 			}
+			keep = append(keep, e)
 		}
 	}
-	return keep, drop
+	return keep
 }
 
 // sortByID puts an ordered claim's rows in id order, which is each key's
