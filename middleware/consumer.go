@@ -77,8 +77,10 @@ func RetryPolicy(r oncebox.RetryConfig, logger watermill.LoggerAdapter) wmw.Retr
 // first failure is parked and acked and Retry never retries. With the inbox
 // outside Retry, every attempt runs in the one transaction the inbox opened:
 // a handler that wrote its effect and then failed is run again in the same
-// transaction, which commits both attempts' writes — a double side effect
-// (middleware.TestConsumerCommitsOneEffectWhereTheWrongOrderCommitsTwo).
+// transaction, which would commit both attempts' writes — a double side
+// effect. The inbox finds such a Retry and stops rather than commit
+// (ErrRetryInsideInbox, InboxConfig.OnMisuse;
+// middleware.TestConsumerCommitsOneEffectWhereTheWrongOrderCommitsNone).
 func (c *Consumer) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	return c.poison.Middleware(c.retry.Middleware(c.inbox.Middleware(h)))
 }

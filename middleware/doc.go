@@ -21,7 +21,10 @@
 // are this mistake). With the inbox outside Retry, every attempt runs in
 // the one transaction the inbox opened, so a handler that wrote its effect
 // and then failed commits that effect together with the next attempt's: a
-// double side effect, not a recoverable error. A Transactional inbox added
-// just before Retry sees it and refuses every message with
-// ErrRetryInsideInbox; a middleware between the two hides Retry from it.
+// double side effect, not a recoverable error. A Transactional inbox finds
+// Retry inside it — right inside when the router builds the handler,
+// anywhere else when the handler takes its transaction (TxFromContext reads
+// the caller's stack) — rolls the message back, fails it with
+// ErrRetryInsideInbox and stops: it holds every later message until the
+// router closes, and calls InboxConfig.OnMisuse, which may close the router.
 package middleware

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -116,6 +117,15 @@ type InboxConfig struct {
 	// Propagator reads the producer's trace context from the message's
 	// metadata. Default: otel.GetTextMapPropagator().
 	Propagator propagation.TextMapPropagator
+	// OnMisuse is called once, on a goroutine of its own, when a
+	// Transactional inbox finds Watermill's Retry inside it (see
+	// ErrRetryInsideInbox); err names the fix. The inbox has stopped by
+	// then: the message it was found on failed with err, and every later
+	// message is held unacknowledged until its context ends (the router
+	// closing). Set it to stop the process or the router, for example
+	// func(error) { _ = router.Close() }. Default nil: the inbox logs the
+	// misuse once, at ERROR, and holds.
+	OnMisuse func(err error)
 }
 
 // InboxHooks receives what the inbox does, for metrics and tests. Methods
@@ -166,6 +176,9 @@ type Inbox struct {
 	topicHandler map[string]string // namespace + topic -> first handler seen
 	warnedTopic  map[string]bool
 	lastCacheLog time.Time
+
+	stopOnce sync.Once
+	stopped  atomic.Pointer[error] // the misuse that stopped the inbox
 }
 
 // Validate checks c as NewInbox does; the error names every field at fault
@@ -234,14 +247,23 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 // InboxMode for what "once" means on failure). Duplicates are acked and
 // produce no messages.
 //
-// A Transactional inbox given Watermill's Retry as its handler (the inbox
-// added before Retry) refuses every message with ErrRetryInsideInbox, and
-// logs it once here: see NewConsumer for the one safe order.
+// A Transactional inbox with Watermill's Retry inside it stops (see
+// InboxConfig.OnMisuse): given Retry as its handler (the inbox added just
+// before Retry), it says so here, when the router builds the handler, and
+// refuses the first message with ErrRetryInsideInbox without running it;
+// with Retry further inside, the handler's first call of TxFromContext (or
+// PgxTxFromContext, StdTxFromContext) finds it, and the message's
+// transaction rolls back instead of committing. See NewConsumer for the
+// one safe order.
 func (i *Inbox) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	if i.config.Mode == Transactional && isRetry(h) {
-		i.logger.Error("The inbox is built around Watermill's Retry: every message will be refused", ErrRetryInsideInbox, nil)
+		i.logger.Error("The inbox is built around Watermill's Retry: it will refuse the first message and stop", ErrRetryInsideInbox, nil)
 		return func(msg *message.Message) ([]*message.Message, error) {
-			err := fmt.Errorf("%w (message %s)", ErrRetryInsideInbox, msg.UUID)
+			if err, held := i.held(msg); held {
+				i.config.Hooks.Failed(i.namespace(msg.Context()), err)
+				return nil, err
+			}
+			err := i.misused(msg, "Retry as the inbox's inner handler", nil)
 			i.config.Hooks.Failed(i.namespace(msg.Context()), err)
 			return nil, err
 		}
@@ -270,9 +292,16 @@ func (i *Inbox) Middleware(h message.HandlerFunc) message.HandlerFunc {
 //
 // Process also starts the inbox's span, a child of the trace context stored
 // in msg's metadata, and msg's context carries it while handle runs.
+//
+// An inbox stopped by a misuse (InboxConfig.OnMisuse) handles nothing: it
+// returns only when msg's context ends, with an error.
 func (i *Inbox) Process(msg *message.Message, handle func(*message.Message) error) error {
 	orig := msg.Context()
 	ns := i.namespace(orig)
+	if err, held := i.held(msg); held {
+		i.config.Hooks.Failed(ns, err)
+		return err
+	}
 	key := i.config.Key(msg)
 	span := i.startSpan(msg, ns, key)
 	duplicate, cached, err := i.process(msg, ns, key, handle)
@@ -344,9 +373,13 @@ func (i *Inbox) processInTx(msg *message.Message, ns, key string, handle func(*m
 	if err != nil || !isNew {
 		return !isNew && err == nil, err
 	}
-	msg.SetContext(context.WithValue(ctx, txKey{}, tx))
+	scope := &txScope{tx: tx}
+	msg.SetContext(context.WithValue(ctx, txKey{}, scope))
 	err = safeHandle(handle, msg)
 	msg.SetContext(ctx)
+	if retry := scope.retryFound(); retry != "" {
+		return false, i.misused(msg, retry, err) // rolled back: not one effect, let alone two
+	}
 	if err != nil {
 		return false, err
 	}
@@ -383,9 +416,13 @@ func (i *Inbox) runUnkeyed(msg *message.Message, handle func(*message.Message) e
 	if err != nil {
 		return fmt.Errorf("oncebox: inbox: begin: %w", err)
 	}
-	msg.SetContext(context.WithValue(ctx, txKey{}, tx))
+	scope := &txScope{tx: tx}
+	msg.SetContext(context.WithValue(ctx, txKey{}, scope))
 	err = safeHandle(handle, msg)
 	msg.SetContext(ctx)
+	if retry := scope.retryFound(); retry != "" {
+		return errors.Join(i.misused(msg, retry, err), tx.Rollback())
+	}
 	if err != nil {
 		return errors.Join(err, tx.Rollback())
 	}
@@ -517,9 +554,19 @@ type txKey struct{}
 
 // TxFromContext returns the inbox's transaction from a handler's context
 // (msg.Context()) in Transactional mode.
+//
+// It also looks at its caller's stack for Watermill's Retry between the
+// caller and the inbox (a few microseconds): a handler that takes the
+// transaction from inside Retry would commit a failed attempt's writes
+// with the next attempt's, so the inbox then rolls the message back and
+// stops (ErrRetryInsideInbox).
 func TxFromContext(ctx context.Context) (wsql.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(wsql.Tx)
-	return tx, ok
+	scope, ok := ctx.Value(txKey{}).(*txScope)
+	if !ok {
+		return nil, false
+	}
+	scope.check()
+	return scope.tx, true
 }
 
 // PgxTxFromContext returns the inbox's transaction as a pgx.Tx, when the

@@ -26,6 +26,13 @@ import (
 // nacks the original, so the broker redelivers. The consumer must ack or nack
 // every message, as with any Watermill subscriber; the next message of the
 // subscription comes after that.
+//
+// A router reading this subscriber runs all of its middleware inside the
+// inbox's transaction: with Watermill's Retry among them, a failed attempt's
+// writes would commit with the next attempt's. The inbox finds Retry when
+// the handler takes its transaction, rolls the message back and stops (see
+// middleware.ErrRetryInsideInbox and InboxConfig.OnMisuse). Retry there is
+// safe only if the handler does not write through the inbox's transaction.
 type InboxSubscriber struct {
 	sub    message.Subscriber
 	inbox  *middleware.Inbox
