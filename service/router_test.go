@@ -9,10 +9,12 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	wmw "github.com/ThreeDotsLabs/watermill/message/router/middleware"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/service"
 )
 
@@ -297,4 +299,35 @@ func TestWithRouterNilIsAnError(t *testing.T) {
 	b := setup(t, dbtest.Targets()[0])
 	_, err := service.New(b.Beginner, config(t, relayYAML, b.schema), nil, service.WithRouter(nil))
 	require.ErrorContains(t, err, "WithRouter: the router is nil")
+}
+
+// The finding (issue 21, row 10): a Retry added under svc.Middleware (as a
+// handler's own middleware) ran inside the inbox's transaction; the inbox now
+// finds it and refuses the message, and the service stops with the error
+// instead of holding every message of the router.
+func TestAMisusedInboxStopsTheService(t *testing.T) {
+	for _, tg := range dbtest.Targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			b := setup(t, tg)
+			router := newRouter(t)
+			svc := b.newService(t, config(t, consumerYAML, b.schema), service.WithRelay(newBroker(t, false)), service.WithRouter(router))
+			router.AddMiddleware(svc.Middleware)
+			e := b.effects(func(run int) error {
+				if run == 1 {
+					return errors.New("the first attempt fails")
+				}
+				return nil
+			})
+			h := router.AddConsumerHandler("ship-order", "order-placed", b.broker, func(msg *message.Message) error { return e.handle(msg) })
+			h.AddMiddleware(wmw.Retry{MaxRetries: 2, InitialInterval: time.Millisecond}.Middleware)
+
+			errc := runAsync(context.Background(), svc)
+			<-svc.Running()
+			msg, key := event(t)
+			require.NoError(t, b.broker.Publish("order-placed", msg))
+			err := returned(t, errc)
+			require.ErrorIs(t, err, middleware.ErrRetryInsideInbox)
+			require.Zero(t, e.count(t, key), "no effect commits with Retry inside the inbox")
+		})
+	}
 }

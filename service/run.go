@@ -27,7 +27,9 @@ type runner interface {
 // relay its batches in flight for its CloseTimeout) and returns their
 // errors, joined. If one of them stops on its own (the relay's start-up
 // check failed, the router could not subscribe, a function given to Go
-// returned), Run stops the others and returns its error; the relay does not
+// returned, the inbox found Watermill's Retry inside it:
+// middleware.ErrRetryInsideInbox), Run stops the others and returns its
+// error; the relay does not
 // start if the router stopped first. A service with nothing to run just
 // waits. Run may be called once; after Close it returns at once.
 func (s *Service) Run(ctx context.Context) error {
@@ -81,6 +83,17 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	for _, fn := range goFuncs {
 		start(fn, nil)
+	}
+	if s.inbox != nil {
+		// The inbox's misuse (Retry inside it) ends the run with its error.
+		start(func(ctx context.Context) error {
+			select {
+			case err := <-s.misuse:
+				return fmt.Errorf("oncebox: service: inbox: %w", err)
+			case <-ctx.Done():
+				return nil
+			}
+		}, nil)
 	}
 	routerStopped := make(chan struct{})
 	if s.router != nil {

@@ -67,6 +67,7 @@ type Service struct {
 	warnings []string
 	router   *message.Router               // WithRouter; nil without
 	goFuncs  []func(context.Context) error // Go's; guarded by mu
+	misuse   chan error                    // the inbox found Retry inside it (InboxConfig.OnMisuse)
 
 	runningOnce sync.Once
 	running     chan struct{}
@@ -108,7 +109,7 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 		return nil, err
 	}
 	s := &Service{db: db, cfg: cfg, dialect: d, running: make(chan struct{}), closing: make(chan struct{}),
-		done: make(chan struct{}), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
+		done: make(chan struct{}), misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
 	if err := s.build(o, logger); err != nil {
 		return nil, err
 	}
@@ -185,6 +186,19 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 	ic := o.inboxConfig
 	ic.DB, ic.Dialect, ic.Hooks, ic.Clock = s.db, d, o.hooks.Inbox, o.clock
 	ic.TracerProvider, ic.Propagator = o.tracerProvider, o.propagator
+	// A misused inbox (Watermill's Retry inside it) stops the service: Run
+	// returns the error, which names the fix, and closes the router, instead
+	// of a router that holds every message unacknowledged.
+	userMisuse := ic.OnMisuse
+	ic.OnMisuse = func(err error) {
+		if userMisuse != nil {
+			userMisuse(err)
+		}
+		select {
+		case s.misuse <- err:
+		default:
+		}
+	}
 	if cfg.Inbox.Cache.Enabled {
 		if ic.Cache, err = newCache(cfg.Inbox.Cache, o.cache); err != nil {
 			return err
