@@ -56,7 +56,7 @@ func TestMoreBusyDiscoveredTypesThanLoopsAllGetATurn(t *testing.T) {
 		}
 		cfg := fastPolling(s.discoveringConfig(nil))
 		cfg.Oncebox.Outbox.Defaults.BatchSize = 5
-		cfg.MaxDiscoveredTypes = 2
+		cfg.Oncebox.Outbox.MaxDiscoveredTypes = 2 // outbox.max-discovered-types
 		s.startPoller(t, nil, rec, cfg)
 		eventually(t, "every type relayed", func() bool {
 			mu.Lock()
