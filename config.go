@@ -27,12 +27,17 @@ const (
 	DefaultCleanUpBatchSize       = 1000
 	DefaultCacheTTL               = time.Hour
 	DefaultMaxPayloadSize         = 1 << 20 // 1 MiB, Kafka's default message.max.bytes
+	DefaultMaxDiscoveredTypes     = 100
 	DefaultCacheSize              = 100_000
 	DefaultConsumerRetries        = 3
 	DefaultRetryInitialInterval   = 100 * time.Millisecond
 	DefaultRetryMaxInterval       = 10 * time.Second
 	DefaultRetryMultiplier        = 2.0
 
+	// MaxDiscoveredTypesLimit bounds outbox.max-discovered-types: the
+	// discovery reads the types in pages of at most 999 (MySQL's recursion
+	// and statement limits).
+	MaxDiscoveredTypesLimit = 999
 	// MaxBatchSize bounds batch-size: a claim returns at most this many rows.
 	MaxBatchSize = 10_000
 	// MaxEventTypeLength is the longest event type or topic name accepted; the
@@ -120,6 +125,12 @@ type OutboxConfig struct {
 	// those types (no discovery of others). Default false: like Watermill's
 	// forwarder, every type that is published is relayed. It needs Events.
 	StrictEventTypes bool `yaml:"strict-event-types"`
+	// MaxDiscoveredTypes bounds how many event types missing from Events
+	// (found by the relay's discovery) have a poll loop of their own at
+	// once. More due types than that take turns: a loop yields to a waiting
+	// type after the defaults' max-fixed-delay (docs/design.md,
+	// "Discovery"). Default 100, at most MaxDiscoveredTypesLimit.
+	MaxDiscoveredTypes int `yaml:"max-discovered-types"`
 	// DLQ configures the dead letter queue of events that exhausted their
 	// retries.
 	DLQ DLQConfig `yaml:"dlq"`
@@ -412,6 +423,9 @@ func (c Config) WithDefaults() Config {
 	if c.Outbox.MaxPayloadSize == 0 {
 		c.Outbox.MaxPayloadSize = DefaultMaxPayloadSize
 	}
+	if c.Outbox.MaxDiscoveredTypes == 0 {
+		c.Outbox.MaxDiscoveredTypes = DefaultMaxDiscoveredTypes
+	}
 	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
 	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
 	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
@@ -618,6 +632,9 @@ func (c Config) Validate() error {
 	}
 	if c.Outbox.MaxPayloadSize <= 0 {
 		add(fieldErr("outbox.max-payload-size", "must be > 0, got %d", c.Outbox.MaxPayloadSize))
+	}
+	if c.Outbox.MaxDiscoveredTypes < 1 || c.Outbox.MaxDiscoveredTypes > MaxDiscoveredTypesLimit {
+		add(fieldErr("outbox.max-discovered-types", "must be between 1 and %d, got %d", MaxDiscoveredTypesLimit, c.Outbox.MaxDiscoveredTypes))
 	}
 	add(c.Outbox.CleanUp.validate("outbox.clean-up"))
 	add(c.Outbox.DLQ.CleanUp.validate("outbox.dlq.clean-up"))

@@ -121,6 +121,21 @@ func TestConfigDefaults(t *testing.T) {
 	require.Equal(t, 24*time.Hour, c.Inbox.CleanUp.TTL)
 	require.Equal(t, time.Hour, c.Inbox.Cache.TTL)
 	require.Equal(t, 1<<20, c.Outbox.MaxPayloadSize)
+	require.Equal(t, 100, c.Outbox.MaxDiscoveredTypes)
+}
+
+func TestLoadConfigReadsMaxDiscoveredTypes(t *testing.T) {
+	t.Parallel()
+	cfg, err := oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox: {max-discovered-types: 250}\n"))
+	require.NoError(t, err)
+	require.Equal(t, 250, cfg.Outbox.MaxDiscoveredTypes)
+	for _, bad := range []string{"-1", "1000"} {
+		_, err := oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox: {max-discovered-types: " + bad + "}\n"))
+		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, bad)
+		require.ErrorContains(t, err, "outbox.max-discovered-types: must be between 1 and 999, got "+bad)
+	}
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox: {max-discoverd-types: 5}\n"))
+	require.ErrorContains(t, err, "max-discoverd-types", "a misspelt key is refused")
 }
 
 func TestBackoffRetryDelaysAreExact(t *testing.T) {

@@ -83,11 +83,15 @@ type Dialect interface {
 	MigrationsInsert(version int, name string, at time.Time) Query
 
 	// EventsDueTypes selects, in order, up to limit distinct event types
-	// that have a PENDING row due at now (one text column): the relay's
-	// discovery of types nobody configured. It is a loose index scan over
-	// the claim index (one index probe per type found), so an idle call
-	// costs one probe whatever the size of the table.
-	EventsDueTypes(now time.Time, limit int) Query
+	// greater than after (the whole range when after is "") that have a
+	// PENDING row, with two columns: the type, and 1 when one of its PENDING
+	// rows is due at now, else 0. It is the relay's discovery of types nobody
+	// configured, which pages through the types with after. It probes the
+	// claim index once or twice per type (a loose index scan: the first
+	// entry of each type, then its earliest next_retry_at), so its cost
+	// grows with the number of types that have PENDING rows, never with the
+	// number of rows: rows waiting for a retry are not read.
+	EventsDueTypes(now time.Time, after string, limit int) Query
 	// EventsInsert inserts rows into the outbox table in one statement. The
 	// caller keeps len(rows) at most MaxRowsPerInsert().
 	EventsInsert(rows []EventRow) Query

@@ -106,7 +106,8 @@ func TestPostgreSQLRelayGolden(t *testing.T) {
 			ByKey: true})},
 		{"EventsClaim (ordering: key, on-failure: block)", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: goldenAt,
 			Instance: "host-1", ByKey: true, BlockOnFailure: true})},
-		{"EventsDueTypes (discovery)", d.EventsDueTypes(goldenAt, 100)},
+		{"EventsDueTypes (discovery, first page)", d.EventsDueTypes(goldenAt, "", 100)},
+		{"EventsDueTypes (discovery, next page)", d.EventsDueTypes(goldenAt, "b", 100)},
 		{"EventsMarkProcessed", d.EventsMarkProcessed(oncebox.EventID{0x01}, []oncebox.EventID{{0x0a}, {0x0b}}, goldenAt)},
 		{"EventsMarkProcessedClaims (a merged finalize: the token of each row's claim)", d.EventsMarkProcessedClaims([]dialects.ClaimIDs{
 			{Token: oncebox.EventID{0x01}, IDs: []oncebox.EventID{{0x0a}, {0x0b}}},

@@ -414,24 +414,26 @@ func (d *MySQL) Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, err
 	return n, err
 }
 
-// EventsDueTypes implements Dialect: a recursive CTE (MySQL 8.0.1+, MariaDB
-// 10.2+) that jumps from one event type to the next through the claim index
-// (status, event_type, next_retry_at), MIN() taking the first due entry
-// after the previous type; n stops it after limit types, well under
-// cte_max_recursion_depth (1000) when limit is at most 999.
-func (d *MySQL) EventsDueTypes(now time.Time, limit int) Query {
-	at := mysqlTime(now)
+// EventsDueTypes implements Dialect: a loose index scan ("Using index for
+// group-by") over the claim index (status, event_type, next_retry_at): for
+// each type, one probe for its first PENDING entry, whose next_retry_at is
+// the type's earliest, compared with now. Every type with PENDING rows
+// after after is probed (LIMIT does not stop the scan early: 300 types,
+// 0.8 ms on MariaDB 10.11), none of its rows is read. Two details keep
+// MariaDB 10.11 on the loose scan, measured: GROUP BY names status too, and
+// status is bounded by BETWEEN, since with status = 'PENDING' it chose a
+// range scan of every PENDING row instead (200,000 rows waiting for a
+// retry: 100–280 ms per idle poll, against 0.04 ms). A correlated probe
+// (the recursive CTE PostgreSQL uses) is no better here: MariaDB reads it
+// by ref on status alone, every PENDING row again.
+func (d *MySQL) EventsDueTypes(now time.Time, after string, limit int) Query {
 	return Query{
-		SQL: `WITH RECURSIVE t (event_type, n) AS (
-    SELECT MIN(event_type), 1 FROM ` + d.tables.Events + `
-     WHERE status = 'PENDING' AND next_retry_at <= ?
-  UNION ALL
-    SELECT (SELECT MIN(e.event_type) FROM ` + d.tables.Events + ` e
-             WHERE e.status = 'PENDING' AND e.next_retry_at <= ? AND e.event_type > t.event_type), t.n + 1
-      FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < ?
-)
-SELECT event_type FROM t WHERE event_type IS NOT NULL`,
-		Args: []any{at, at, limit},
+		SQL: `SELECT event_type, CASE WHEN MIN(next_retry_at) <= ? THEN 1 ELSE 0 END
+  FROM ` + d.tables.Events + `
+ WHERE status BETWEEN 'PENDING' AND 'PENDING' AND event_type > ?
+ GROUP BY status, event_type
+ ORDER BY status, event_type
+ LIMIT ?`,
+		Args: []any{mysqlTime(now), after, limit},
 	}
 }

@@ -137,7 +137,8 @@ func TestMySQLRelayGolden(t *testing.T) {
 	rec := []dialects.EventRow{{ID: id1, EventType: "a", Topic: "ta", MessageUUID: "m1", Payload: []byte("p"),
 		Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at}}
 	golden(t, "mysql_relay.sql", renderQueries(t, []namedQuery{
-		{"EventsDueTypes (discovery)", d.EventsDueTypes(at, 100)},
+		{"EventsDueTypes (discovery, first page)", d.EventsDueTypes(at, "", 100)},
+		{"EventsDueTypes (discovery, next page)", d.EventsDueTypes(at, "b", 100)},
 		{"Claim: EventsClaimProbe", d.EventsClaimProbe(p)},
 		{"Claim: EventsClaimSelect", d.EventsClaimSelect(p)},
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},

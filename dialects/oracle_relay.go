@@ -257,17 +257,31 @@ func (d *Oracle) LeaseRelease(l Lease) Query {
 
 // EventsDueTypes implements Dialect: a recursive WITH (11gR2+) that jumps
 // from one event type to the next through the claim index (status,
-// event_type, next_retry_at, id), MIN() taking the first due entry after
-// the previous type; n stops it after limit types.
-func (d *Oracle) EventsDueTypes(now time.Time, limit int) Query {
+// event_type, next_retry_at, id), MIN() taking the first entry after the
+// previous type (an INDEX RANGE SCAN (MIN/MAX): one probe), n stopping it
+// after limit types; then, per type, one probe for its first entry due at
+// now. As on PostgreSQL, the due test stays out of the jump, where MIN()
+// would pass every entry of a type waiting for a retry. Oracle reads an
+// empty string as NULL, so no lower bound is written when after is "".
+func (d *Oracle) EventsDueTypes(now time.Time, after string, limit int) Query {
 	var b binder
+	from := ""
+	if after != "" {
+		from = " AND event_type > " + b.p(after)
+	}
 	return b.query("WITH t (event_type, n) AS (" +
 		"\n    SELECT MIN(event_type), 1 FROM " + d.tables.Events +
-		"\n     WHERE status = 'PENDING' AND next_retry_at <= " + b.t(now) +
+		"\n     WHERE status = 'PENDING'" + from +
 		"\n  UNION ALL" +
 		"\n    SELECT (SELECT MIN(e.event_type) FROM " + d.tables.Events + " e" +
-		"\n             WHERE e.status = 'PENDING' AND e.next_retry_at <= " + b.t(now) + " AND e.event_type > t.event_type), t.n + 1" +
+		"\n             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1" +
 		"\n      FROM t" +
 		"\n     WHERE t.event_type IS NOT NULL AND t.n < " + b.p(limit) +
-		"\n)\nSELECT event_type FROM t WHERE event_type IS NOT NULL")
+		"\n)\nSELECT t.event_type," +
+		"\n       CASE WHEN EXISTS (SELECT 1 FROM " + d.tables.Events + " e" +
+		"\n                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= " + b.t(now) + ")" +
+		"\n            THEN 1 ELSE 0 END" +
+		"\n  FROM t" +
+		"\n WHERE t.event_type IS NOT NULL" +
+		"\n ORDER BY t.event_type")
 }

@@ -143,7 +143,8 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 		{"EventsInsert (two rows)", d.EventsInsert([]dialects.EventRow{
 			{ID: id1, EventType: "a", Topic: "t", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 			{ID: id2, EventType: "a", Topic: "t", MessageUUID: "m2", Metadata: "{}", CreatedAt: at}})},
-		{"EventsDueTypes (discovery)", d.EventsDueTypes(at, 100)},
+		{"EventsDueTypes (discovery, first page)", d.EventsDueTypes(at, "", 100)},
+		{"EventsDueTypes (discovery, next page)", d.EventsDueTypes(at, "b", 100)},
 		{"Claim probe: EventsClaimProbe (plain read, idle polls end here)", d.EventsClaimProbe(claim)},
 		{"Claim 1/2: EventsClaimLock (cursor)", d.EventsClaimLock(claim)},
 		{"Claim 2/2: EventsClaimUpdate", d.EventsClaimUpdate(claim, []oncebox.EventID{id1, id2})},

@@ -253,21 +253,33 @@ func (d *PostgreSQL) idArray(ids []oncebox.EventID) []string {
 }
 
 // EventsDueTypes implements Dialect: a recursive CTE that jumps from one
-// event type to the next through the claim index (event_type, next_retry_at,
-// id) WHERE status = 'PENDING', min() taking the first due entry after the
-// previous type; n stops it after limit types.
-func (d *PostgreSQL) EventsDueTypes(now time.Time, limit int) Query {
+// event type to the next through the claim index (event_type,
+// next_retry_at, id) WHERE status = 'PENDING' (min() takes the first entry
+// after the previous type: one probe), n stopping it after limit types;
+// then, for each type, one probe for its first entry due at now (the
+// index's order within a type is next_retry_at's). The due test is not in
+// the jump: there it made min() pass every entry of a type that waits for
+// a retry (200,000 such rows: a 21–35 ms scan of the index per idle poll,
+// measured, against 0.1 ms now). PostgreSQL evaluates a recursive CTE only
+// as far as the outer query reads it.
+func (d *PostgreSQL) EventsDueTypes(now time.Time, after string, limit int) Query {
 	return Query{
 		SQL: `WITH RECURSIVE t(event_type, n) AS (
     SELECT min(event_type), 1 FROM ` + d.tables.Events + `
-     WHERE status = 'PENDING' AND next_retry_at <= $1
+     WHERE status = 'PENDING' AND event_type > $2
   UNION ALL
     SELECT (SELECT min(e.event_type) FROM ` + d.tables.Events + ` e
-             WHERE e.status = 'PENDING' AND e.next_retry_at <= $1 AND e.event_type > t.event_type), t.n + 1
+             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
       FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < $2
+     WHERE t.event_type IS NOT NULL AND t.n < $3
 )
-SELECT event_type FROM t WHERE event_type IS NOT NULL`,
-		Args: []any{now, limit},
+SELECT t.event_type,
+       CASE WHEN EXISTS (SELECT 1 FROM ` + d.tables.Events + ` e
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= $1)
+            THEN 1 ELSE 0 END
+  FROM t
+ WHERE t.event_type IS NOT NULL
+ ORDER BY t.event_type`,
+		Args: []any{now, after, limit},
 	}
 }

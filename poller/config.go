@@ -34,7 +34,9 @@ type Config struct {
 	// type).
 	EventTypes []string
 	// MaxDiscoveredTypes bounds how many types nobody configured get a loop
-	// of their own at once (discovery: see Poller). Default 100.
+	// of their own at once (discovery: see Poller); more due types take
+	// turns. Default: Oncebox.Outbox.MaxDiscoveredTypes (YAML
+	// outbox.max-discovered-types, default 100).
 	MaxDiscoveredTypes int
 	// InstanceID names this instance in the leases of the jobs table.
 	// Default: hostname-pid-random.
@@ -247,7 +249,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		}
 	}
 	if c.MaxDiscoveredTypes == 0 {
-		c.MaxDiscoveredTypes = 100
+		c.MaxDiscoveredTypes = c.Oncebox.Outbox.MaxDiscoveredTypes
 	}
 	if c.MaxBatchesInFlight == 0 {
 		c.MaxBatchesInFlight = defaultMaxBatchesInFlight
@@ -296,8 +298,8 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.MaxBatchesInFlight < 0 || c.MaxBatchesInFlight > maxBatchesInFlight {
 		errs = append(errs, fmt.Errorf("%w: poller: MaxBatchesInFlight must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, maxBatchesInFlight, c.MaxBatchesInFlight))
 	}
-	if c.MaxDiscoveredTypes < 0 || c.MaxDiscoveredTypes > 999 {
-		errs = append(errs, fmt.Errorf("%w: poller: MaxDiscoveredTypes must be between 1 and 999, got %d", oncebox.ErrInvalidConfig, c.MaxDiscoveredTypes))
+	if c.MaxDiscoveredTypes < 0 || c.MaxDiscoveredTypes > oncebox.MaxDiscoveredTypesLimit {
+		errs = append(errs, fmt.Errorf("%w: poller: MaxDiscoveredTypes must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, oncebox.MaxDiscoveredTypesLimit, c.MaxDiscoveredTypes))
 	}
 	if c.JobBatchSize < 0 || c.JobBatchSize > oncebox.MaxBatchSize {
 		errs = append(errs, fmt.Errorf("%w: poller: JobBatchSize must be between 1 and %d, got %d", oncebox.ErrInvalidConfig, oncebox.MaxBatchSize, c.JobBatchSize))

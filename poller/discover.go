@@ -3,28 +3,61 @@ package poller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
 // discovery relays the event types nobody configured, as Watermill's
 // forwarder relays whatever is published. One loop asks the database which
-// types have a due PENDING row (Dialect.EventsDueTypes: a loose index scan,
-// one index probe per type found) at the pace of the defaults block; each
-// type it finds that has no loop gets one of its own, with the defaults'
-// settings, so one type never blocks another. That loop runs while the type
-// has work and ends at its first empty poll; discovery starts it again when
-// rows come. An idle outbox so costs the discovery's polls alone (about 70
-// an hour with the defaults), whatever the number of types seen before.
+// types have a due PENDING row (Dialect.EventsDueTypes: one or two index
+// probes per type with PENDING rows, paging through the types after the
+// last one seen when they do not fit a page) at the pace of the defaults
+// block; each type it finds gets a loop of its own, with the defaults'
+// settings. That loop runs while the type has work and ends at its first
+// empty poll; discovery starts it again when rows come. An idle outbox so
+// costs the discovery's polls alone (about 70 an hour with the defaults),
+// whatever the number of types seen before.
+//
+// Fairness. At most MaxDiscoveredTypes loops run at once. A due type that
+// finds them all taken joins a queue; while the queue is not empty, each
+// loop that has run for a quantum (the defaults' max-fixed-delay) is asked
+// to yield (its context ends: it settles its batches in flight and
+// returns), and the type at the head of the queue takes the freed loop. A
+// type whose turn ended with work left goes to the back of the queue: round
+// robin, so one type never blocks another (docs/design.md, "Discovery",
+// states the bound).
+//
+// A type whose last loop claimed nothing although it was due (an ordered
+// type whose keys are all held: a key's head waits for a retry, or blocks)
+// is started again at each discovery poll where it is due, but such a start
+// does not count as work found: the discovery's pace keeps growing to its
+// max-fixed-delay, as for an idle outbox.
 type discovery struct {
 	p          *Poller
 	configured map[string]bool
-	mu         sync.Mutex
-	active     map[string]bool // types with a running loop
+	quantum    time.Duration // a loop's turn while other types wait for one
+	page       int           // types per discovery statement
+	freed      chan struct{} // a loop ended while types waited for one
+
+	mu     sync.Mutex
+	active map[string]*turn // types with a running loop
+	queue  []string         // due types waiting for a loop, first come first
+	queued map[string]bool
+	empty  map[string]bool // due types whose last loop claimed nothing
+	after  string          // the next page starts after this type ("": the first)
+}
+
+// turn is the run of one discovered type's loop.
+type turn struct {
+	began  time.Time
+	end    context.CancelFunc
+	ending bool // asked to yield to a waiting type
 }
 
 func (p *Poller) newDiscovery() *discovery {
@@ -32,7 +65,11 @@ func (p *Poller) newDiscovery() *discovery {
 	for _, ec := range p.events {
 		configured[ec.EventType] = true
 	}
-	return &discovery{p: p, configured: configured, active: map[string]bool{}}
+	return &discovery{p: p, configured: configured, freed: make(chan struct{}, 1),
+		// The page holds the configured and the running types besides the
+		// others; MySQL and MariaDB bound the statement's size (999).
+		page:   min(len(configured)+p.config.MaxDiscoveredTypes, 999),
+		active: map[string]*turn{}, queued: map[string]bool{}, empty: map[string]bool{}}
 }
 
 // loop runs the discovery until ctx ends; start runs a type's loop on the
@@ -44,32 +81,38 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 		p.logger.Error("Discovery disabled", err, nil)
 		return
 	}
+	// The quantum is the defaults' latency budget (max-fixed-delay): a
+	// type that waits for a loop waits, per round of the queue, about as
+	// long as an event of an idle type waits for its poll.
+	d.quantum = max(defaults.Polling.MaxFixedDelay, defaults.Polling.MinFixedDelay)
 	s := pacing.New(defaults.Polling)
-	var delay time.Duration
-	for pacing.Sleep(ctx, p.config.Clock, delay, p.wakes.discovery) {
-		types, err := d.dueTypes(ctx)
-		started := 0
-		for _, t := range types {
-			if d.configured[t] || !d.claim(t) {
-				continue
-			}
-			ec, err := p.config.Oncebox.Event(t)
-			if err != nil {
-				d.release(t)
-				p.logger.Error("Discovered event type cannot be relayed", err, watermill.LogFields{"event_type": t})
-				continue
-			}
-			started++
-			p.wakes.add(t)
-			start(func(ctx context.Context) {
-				// Released before its wake channel is removed: a wake-up
-				// pending on it then goes to the discovery, which can start
-				// the type again (wakeBoard.remove).
-				defer func() { d.release(t); p.wakes.remove(t) }()
-				p.pollLoop(ctx, ec, true)
-			})
+	c := p.config.Clock
+	next := c.Now() // the first poll is immediate
+	var yieldAt time.Time
+	for {
+		wait := next.Sub(c.Now())
+		if !yieldAt.IsZero() {
+			wait = min(wait, yieldAt.Sub(c.Now()))
 		}
-		delay = s.Next(started > 0)
+		woken, ok := d.sleep(ctx, wait)
+		if !ok {
+			return
+		}
+		now := c.Now()
+		if !woken && now.Before(next) {
+			// A loop's quantum ended or a loop ended: hand the loops over,
+			// no statement.
+			_, _, yieldAt = d.schedule(ctx, start, now)
+			continue
+		}
+		err := d.poll(ctx)
+		var started, busy int
+		started, busy, yieldAt = d.schedule(ctx, start, c.Now())
+		// A start counts as work found unless the type's last loop claimed
+		// nothing (its keys held): else such a type would keep the
+		// discovery at min-fixed-delay for as long as its keys are held.
+		delay := s.Next(busy > 0)
+		next = now.Add(delay)
 		if closing(ctx, err) {
 			// A statement that waited for its connection slot ended with
 			// the context: no failure to report.
@@ -87,43 +130,197 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 // it started.
 const DiscoveryEventType = "(discovery)"
 
-// claim marks t active unless it is, or MaxDiscoveredTypes loops run.
-func (d *discovery) claim(t string) bool {
+// sleep waits d, or until a wake-up on commit for a type without a loop
+// (woken), or until a loop ended while types waited for one. ok is false
+// when ctx ended. A zero d does not wait.
+func (d *discovery) sleep(ctx context.Context, wait time.Duration) (woken, ok bool) {
+	if ctx.Err() != nil {
+		return false, false
+	}
+	if wait <= 0 {
+		return false, true
+	}
+	t := clock.NewTimer(d.p.config.Clock, wait)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+		return false, true
+	case <-d.p.wakes.discovery:
+		return true, true
+	case <-d.freed:
+		return false, true
+	case <-ctx.Done():
+		return false, false
+	}
+}
+
+// schedule gives the free loops to the types at the head of the queue, then
+// asks as many loops to yield as types still wait, among those whose
+// quantum has run, longest running first. It returns how many loops it
+// started, how many of them for types not known to claim nothing, and when
+// the next loop's quantum ends if types still wait for one (zero if not).
+func (d *discovery) schedule(ctx context.Context, start func(func(context.Context)), now time.Time) (started, busy int, yieldAt time.Time) {
+	p := d.p
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.active[t] || len(d.active) >= d.p.config.MaxDiscoveredTypes {
-		return false
+	for len(d.queue) > 0 && len(d.active) < p.config.MaxDiscoveredTypes {
+		t := d.queue[0]
+		d.queue = d.queue[1:]
+		delete(d.queued, t)
+		ec, err := p.config.Oncebox.Event(t)
+		if err != nil {
+			p.logger.Error("Discovered event type cannot be relayed", err, watermill.LogFields{"event_type": t})
+			continue
+		}
+		started++
+		if !d.empty[t] {
+			busy++
+		}
+		loopCtx, end := context.WithCancel(ctx)
+		d.active[t] = &turn{began: now, end: end}
+		p.wakes.add(t)
+		start(func(context.Context) {
+			claimed := p.pollLoop(loopCtx, ec, true)
+			end()
+			// Released before its wake channel is removed: a wake-up
+			// pending on it then goes to the discovery, which can start
+			// the type again (wakeBoard.remove).
+			d.release(t, claimed)
+			p.wakes.remove(t)
+		})
 	}
-	d.active[t] = true
-	return true
+	waiting := len(d.queue)
+	var running []*turn
+	for _, r := range d.active {
+		if r.ending {
+			waiting-- // its loop is already yielding to one of them
+		} else {
+			running = append(running, r)
+		}
+	}
+	if waiting <= 0 {
+		return started, busy, time.Time{}
+	}
+	slices.SortFunc(running, func(a, b *turn) int { return a.began.Compare(b.began) })
+	for _, r := range running {
+		if waiting == 0 {
+			break
+		}
+		if end := r.began.Add(d.quantum); now.Before(end) {
+			return started, busy, end
+		}
+		r.ending = true
+		r.end()
+		waiting--
+	}
+	return started, busy, time.Time{}
 }
 
-func (d *discovery) release(t string) {
+// release records the end of t's loop. A loop that yielded with events
+// claimed goes to the back of the queue: it probably has more.
+func (d *discovery) release(t string, claimed bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.active[t]
 	delete(d.active, t)
-	d.mu.Unlock()
+	if claimed {
+		delete(d.empty, t)
+	} else {
+		d.empty[t] = true
+	}
+	if r != nil && r.ending && claimed {
+		d.enqueue(t)
+	}
+	if len(d.queue) > 0 {
+		poke(d.freed)
+	}
 }
 
-// dueTypes runs the discovery statement.
-func (d *discovery) dueTypes(ctx context.Context) ([]string, error) {
+// enqueue adds t at the back of the queue unless it is there. d.mu is held.
+func (d *discovery) enqueue(t string) {
+	if !d.queued[t] {
+		d.queued[t] = true
+		d.queue = append(d.queue, t)
+	}
+}
+
+// poll runs the discovery statement on the next page of types and queues
+// the due types that have no loop. A queued type, or a mark that a type's
+// last loop claimed nothing, is dropped when the page covers the type and
+// shows it no longer due (its rows were taken by another instance, or
+// left): so both stay bounded by the types with due rows.
+func (d *discovery) poll(ctx context.Context) error {
+	d.mu.Lock()
+	after := d.after
+	d.mu.Unlock()
+	page, err := d.dueTypes(ctx, after)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	last := "" // the page covers (after, last], or every type after after if not full
+	if len(page) == d.page {
+		last = page[len(page)-1].name
+	}
+	covers := func(t string) bool { return t > after && (last == "" || t <= last) }
+	due := make(map[string]bool, len(page))
+	for _, r := range page {
+		if !r.due || d.configured[r.name] {
+			continue
+		}
+		due[r.name] = true
+		if d.active[r.name] == nil {
+			d.enqueue(r.name)
+		}
+	}
+	kept := d.queue[:0]
+	for _, t := range d.queue {
+		if covers(t) && !due[t] {
+			delete(d.queued, t)
+			continue
+		}
+		kept = append(kept, t)
+	}
+	clear(d.queue[len(kept):])
+	d.queue = kept
+	for t := range d.empty {
+		if covers(t) && !due[t] && d.active[t] == nil {
+			delete(d.empty, t)
+		}
+	}
+	d.after = last
+	return nil
+}
+
+// dueType is one row of the discovery statement.
+type dueType struct {
+	name string
+	due  bool
+}
+
+// dueTypes runs the discovery statement on the page of types after after.
+func (d *discovery) dueTypes(ctx context.Context, after string) ([]dueType, error) {
 	p := d.p
-	var types []string
+	var types []dueType
 	err := p.withConn(ctx, func() error {
 		// Like the claim, a started statement is not cancelled by Close:
 		// cancelling it would cost the pool its connection.
 		qctx, cancel := p.finalizeCtx()
 		defer cancel()
-		q := p.d.EventsDueTypes(p.config.Clock.Now().UTC(), len(d.configured)+p.config.MaxDiscoveredTypes)
+		q := p.d.EventsDueTypes(p.config.Clock.Now().UTC(), after, d.page)
 		rows, err := p.db.QueryContext(qctx, q.SQL, q.Args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var t string
-			if err := rows.Scan(&t); err != nil {
+			var t dueType
+			var due int64
+			if err := rows.Scan(&t.name, &due); err != nil {
 				return err
 			}
+			t.due = due != 0
 			types = append(types, t)
 		}
 		if r, ok := rows.(interface{ Err() error }); ok {

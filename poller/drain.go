@@ -102,20 +102,25 @@ func (p *Poller) drainTypes(ctx context.Context) ([]oncebox.EventConfig, error) 
 		return p.events, nil
 	}
 	d := p.newDiscovery()
-	due, err := d.dueTypes(ctx)
-	if err != nil {
-		return nil, err
-	}
 	types := append([]oncebox.EventConfig(nil), p.events...)
-	for _, t := range due {
-		if d.configured[t] {
-			continue
-		}
-		ec, err := p.config.Oncebox.Event(t)
+	for after := ""; ; {
+		page, err := d.dueTypes(ctx, after)
 		if err != nil {
 			return nil, err
 		}
-		types = append(types, ec)
+		for _, t := range page {
+			if !t.due || d.configured[t.name] {
+				continue
+			}
+			ec, err := p.config.Oncebox.Event(t.name)
+			if err != nil {
+				return nil, err
+			}
+			types = append(types, ec)
+		}
+		if len(page) < d.page {
+			return types, nil
+		}
+		after = page[len(page)-1].name
 	}
-	return types, nil
 }

@@ -233,7 +233,9 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // pollLoop is the loop of one event type: poll, then wait what the strategy
 // says, or, while the broker is unavailable, what the outage backoff says.
 // The first poll is immediate. A discovered type's loop (untilIdle) ends at
-// its first poll that claims nothing.
+// its first poll that claims nothing, or when ctx ends (the discovery ends
+// it so to let a waiting type have its turn, discover.go); it reports
+// whether any of its polls claimed events.
 //
 // Pipelining: while full batches are being sent and finalized (each in a
 // goroutine of its own, a flight), the next is claimed. A flight's send
@@ -245,7 +247,7 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // not yet finalized). A partial or empty batch, or a flight that was not a
 // busy one (released, an outage), ends the overlap: the flights still held
 // settle and the last outcome sets the pace as before.
-func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) {
+func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) (claimed bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
 	wake := p.wakes.channel(ec.EventType)
@@ -349,6 +351,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			}
 			continue
 		}
+		claimed = true
 		var prev *flight
 		if len(flights) > 0 {
 			prev = flights[len(flights)-1]

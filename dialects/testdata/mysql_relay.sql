@@ -1,15 +1,20 @@
--- EventsDueTypes (discovery)
-WITH RECURSIVE t (event_type, n) AS (
-    SELECT MIN(event_type), 1 FROM outbox_events
-     WHERE status = 'PENDING' AND next_retry_at <= ?
-  UNION ALL
-    SELECT (SELECT MIN(e.event_type) FROM outbox_events e
-             WHERE e.status = 'PENDING' AND e.next_retry_at <= ? AND e.event_type > t.event_type), t.n + 1
-      FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < ?
-)
-SELECT event_type FROM t WHERE event_type IS NOT NULL;
--- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 100]
+-- EventsDueTypes (discovery, first page)
+SELECT event_type, CASE WHEN MIN(next_retry_at) <= ? THEN 1 ELSE 0 END
+  FROM outbox_events
+ WHERE status BETWEEN 'PENDING' AND 'PENDING' AND event_type > ?
+ GROUP BY status, event_type
+ ORDER BY status, event_type
+ LIMIT ?;
+-- args: [2026-11-30 12:00:00 +0000 UTC  100]
+
+-- EventsDueTypes (discovery, next page)
+SELECT event_type, CASE WHEN MIN(next_retry_at) <= ? THEN 1 ELSE 0 END
+  FROM outbox_events
+ WHERE status BETWEEN 'PENDING' AND 'PENDING' AND event_type > ?
+ GROUP BY status, event_type
+ ORDER BY status, event_type
+ LIMIT ?;
+-- args: [2026-11-30 12:00:00 +0000 UTC b 100]
 
 -- Claim: EventsClaimProbe
 SELECT 1 FROM outbox_events WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ? LIMIT 1;

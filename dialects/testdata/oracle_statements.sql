@@ -66,19 +66,45 @@ SELECT 1 FROM DUAL
 /
 -- args: [0x01000000000000000000000000000000, "a", "t", "k", "m1", 0x70, "{}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x02000000000000000000000000000000, "a", "t", NULL, "m2", 0x, "{}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z]
 
--- EventsDueTypes (discovery)
+-- EventsDueTypes (discovery, first page)
 WITH t (event_type, n) AS (
     SELECT MIN(event_type), 1 FROM outbox_events
-     WHERE status = 'PENDING' AND next_retry_at <= SYS_EXTRACT_UTC(:1)
+     WHERE status = 'PENDING'
   UNION ALL
     SELECT (SELECT MIN(e.event_type) FROM outbox_events e
-             WHERE e.status = 'PENDING' AND e.next_retry_at <= SYS_EXTRACT_UTC(:2) AND e.event_type > t.event_type), t.n + 1
+             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
       FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < :3
+     WHERE t.event_type IS NOT NULL AND t.n < :1
 )
-SELECT event_type FROM t WHERE event_type IS NOT NULL
+SELECT t.event_type,
+       CASE WHEN EXISTS (SELECT 1 FROM outbox_events e
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= SYS_EXTRACT_UTC(:2))
+            THEN 1 ELSE 0 END
+  FROM t
+ WHERE t.event_type IS NOT NULL
+ ORDER BY t.event_type
 /
--- args: [2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 100]
+-- args: [100, 2026-11-30T12:00:00Z]
+
+-- EventsDueTypes (discovery, next page)
+WITH t (event_type, n) AS (
+    SELECT MIN(event_type), 1 FROM outbox_events
+     WHERE status = 'PENDING' AND event_type > :1
+  UNION ALL
+    SELECT (SELECT MIN(e.event_type) FROM outbox_events e
+             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
+      FROM t
+     WHERE t.event_type IS NOT NULL AND t.n < :2
+)
+SELECT t.event_type,
+       CASE WHEN EXISTS (SELECT 1 FROM outbox_events e
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= SYS_EXTRACT_UTC(:3))
+            THEN 1 ELSE 0 END
+  FROM t
+ WHERE t.event_type IS NOT NULL
+ ORDER BY t.event_type
+/
+-- args: ["b", 100, 2026-11-30T12:00:00Z]
 
 -- Claim probe: EventsClaimProbe (plain read, idle polls end here)
 SELECT 1 FROM outbox_events

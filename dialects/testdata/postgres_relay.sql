@@ -189,18 +189,43 @@ UPDATE outbox_events e
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
 -- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
--- EventsDueTypes (discovery)
+-- EventsDueTypes (discovery, first page)
 WITH RECURSIVE t(event_type, n) AS (
     SELECT min(event_type), 1 FROM outbox_events
-     WHERE status = 'PENDING' AND next_retry_at <= $1
+     WHERE status = 'PENDING' AND event_type > $2
   UNION ALL
     SELECT (SELECT min(e.event_type) FROM outbox_events e
-             WHERE e.status = 'PENDING' AND e.next_retry_at <= $1 AND e.event_type > t.event_type), t.n + 1
+             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
       FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < $2
+     WHERE t.event_type IS NOT NULL AND t.n < $3
 )
-SELECT event_type FROM t WHERE event_type IS NOT NULL;
--- args: [2026-11-30 12:00:00 +0000 UTC 100]
+SELECT t.event_type,
+       CASE WHEN EXISTS (SELECT 1 FROM outbox_events e
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= $1)
+            THEN 1 ELSE 0 END
+  FROM t
+ WHERE t.event_type IS NOT NULL
+ ORDER BY t.event_type;
+-- args: [2026-11-30 12:00:00 +0000 UTC  100]
+
+-- EventsDueTypes (discovery, next page)
+WITH RECURSIVE t(event_type, n) AS (
+    SELECT min(event_type), 1 FROM outbox_events
+     WHERE status = 'PENDING' AND event_type > $2
+  UNION ALL
+    SELECT (SELECT min(e.event_type) FROM outbox_events e
+             WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
+      FROM t
+     WHERE t.event_type IS NOT NULL AND t.n < $3
+)
+SELECT t.event_type,
+       CASE WHEN EXISTS (SELECT 1 FROM outbox_events e
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= $1)
+            THEN 1 ELSE 0 END
+  FROM t
+ WHERE t.event_type IS NOT NULL
+ ORDER BY t.event_type;
+-- args: [2026-11-30 12:00:00 +0000 UTC b 100]
 
 -- EventsMarkProcessed
 UPDATE outbox_events SET status = 'PROCESSED', updated_at = $1

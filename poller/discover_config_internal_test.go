@@ -1,0 +1,31 @@
+package poller
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+// MaxDiscoveredTypes comes from outbox.max-discovered-types unless the Go
+// field sets it.
+func TestMaxDiscoveredTypesFromTheOutboxConfig(t *testing.T) {
+	t.Parallel()
+	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	c, _, err := Config{Dialect: pg}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, oncebox.DefaultMaxDiscoveredTypes, c.MaxDiscoveredTypes)
+	yaml := oncebox.Config{Outbox: oncebox.OutboxConfig{MaxDiscoveredTypes: 7}}
+	c, _, err = Config{Dialect: pg, Oncebox: yaml}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, 7, c.MaxDiscoveredTypes)
+	c, _, err = Config{Dialect: pg, Oncebox: yaml, MaxDiscoveredTypes: 3}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, 3, c.MaxDiscoveredTypes, "the Go field wins")
+	_, _, err = Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{MaxDiscoveredTypes: 1000}}}.withDefaults()
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "outbox.max-discovered-types: must be between 1 and 999, got 1000")
+}
