@@ -92,6 +92,14 @@ func keyScan(limit int) int { return 10 * limit }
 // 58 ms claim of 200, measured).
 const maxWaitingKeys = 10000
 
+// maxBlockingRows bounds each of the two reads of the rows that hold their
+// key under on-failure: block (FAILED rows of the type, DLQ rows of the
+// publisher waiting for an operator) whose keys an ordered claim drops
+// from its window, as maxWaitingKeys bounds the waiting keys: past it, a
+// blocked key's rows are not skipped but still never claimed, and take at
+// most PerKey rows of the window each.
+const maxBlockingRows = 10000
+
 // orderedCandidates writes the common table expressions of an ordered
 // claim of p (busy, waiting, w, wr, ws, wt), to follow WITH, and cand, the
 // query of the candidates (id, partition_key, next_retry_at) without
@@ -120,16 +128,51 @@ waiting AS ` + materialized + `(
         ` + firstRows(`SELECT x.partition_key FROM `+t.Events+` x
          WHERE x.status = 'PENDING' AND x.event_type = `+b.p(p.EventType)+` AND x.next_retry_at > `+b.t(p.Now)+` AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at`, lit(maxWaitingKeys)) + `) y
-),
+),`
+	// blocked (on-failure: block): the rows that hold their key's later
+	// rows (a FAILED row, a DLQ row of the publisher waiting for an
+	// operator), at most maxBlockingRows of each. Like waiting, it only
+	// saves the window's room: the candidates' block filter below still
+	// decides, on every blocking row, so a cut set is safe. A row of the
+	// key before the blocking one stays in the window (it is no successor
+	// of the failed event). Indexes: the FAILED rows by updated_at
+	// (outbox_events_failed_idx on PostgreSQL, (status, event_type, …) on
+	// MySQL/MariaDB, (status, updated_at) on Oracle); the DLQ's key index.
+	blockedOut := ""
+	if p.BlockOnFailure {
+		ctes += `
+blocked AS ` + materialized + `(
+    SELECT bf.partition_key, bf.id FROM (
+        ` + firstRows(`SELECT f.partition_key, f.id FROM `+t.Events+` f
+         WHERE f.status = 'FAILED' AND f.event_type = `+b.p(p.EventType)+` AND f.partition_key IS NOT NULL
+         ORDER BY f.updated_at`, lit(maxBlockingRows)) + `) bf
+    UNION ALL
+    SELECT bq.partition_key, bq.event_id FROM (
+        ` + firstRows(`SELECT q.partition_key, q.event_id FROM `+t.DLQ+` q
+         WHERE q.event_type = `+b.p(p.EventType)+` AND q.partition_key IS NOT NULL
+           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+         ORDER BY q.partition_key, q.event_id`, lit(maxBlockingRows)) + `) bq
+),`
+		blockedOut = `
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)`
+	}
+	// w, the window: at most perKey rows of a key (its first in the
+	// window's order), so that a key's burst deeper than the batch takes
+	// no more of the window than the claim could take of it.
+	ctes += `
 w AS ` + materialized + `(
-    ` + firstRows(`SELECT s.id, s.partition_key, s.next_retry_at FROM (
+    ` + firstRows(`SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT s.id, s.partition_key, s.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY s.partition_key ORDER BY s.next_retry_at, s.id) AS wn
+          FROM (
         `+firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
          WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
          ORDER BY next_retry_at, id`, lit(keyScan(p.Limit)))+`) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id`, lit(p.Limit)) + `
+         WHERE s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)`+blockedOut+`)) r
+     WHERE r.partition_key IS NULL OR r.wn <= `+lit(max(p.PerKey, 1))+`
+     ORDER BY r.next_retry_at, r.id`, lit(p.Limit)) + `
 ),
 wr AS ` + materialized + `(
     SELECT w.id, w.partition_key, w.next_retry_at,
