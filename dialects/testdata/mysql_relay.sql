@@ -44,16 +44,16 @@ waiting AS (
 ),
 w AS (
     SELECT r.id, r.partition_key, r.next_retry_at FROM (
-        SELECT s.id, s.partition_key, s.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s.partition_key ORDER BY s.next_retry_at, s.id) AS wn
-          FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-         WHERE s.partition_key IS NULL
+         WHERE (s.partition_key IS NULL
             OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))) r
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)))) q) r
      WHERE r.partition_key IS NULL OR r.wn <= 1
      ORDER BY r.next_retry_at, r.id
                         LIMIT 200
@@ -118,17 +118,17 @@ blocked AS (
 ),
 w AS (
     SELECT r.id, r.partition_key, r.next_retry_at FROM (
-        SELECT s.id, s.partition_key, s.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s.partition_key ORDER BY s.next_retry_at, s.id) AS wn
-          FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-         WHERE s.partition_key IS NULL
+         WHERE (s.partition_key IS NULL
             OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting)
-            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id))) r
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)))) q) r
      WHERE r.partition_key IS NULL OR r.wn <= 1
      ORDER BY r.next_retry_at, r.id
                         LIMIT 200

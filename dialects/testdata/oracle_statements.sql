@@ -117,16 +117,16 @@ waiting AS (
 ),
 w AS (
     SELECT * FROM (SELECT r.id, r.partition_key, r.next_retry_at FROM (
-        SELECT s.id, s.partition_key, s.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s.partition_key ORDER BY s.next_retry_at, s.id) AS wn
-          FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
          ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= 1000) s
-         WHERE s.partition_key IS NULL
+         WHERE (s.partition_key IS NULL
             OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))) r
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)))) q) r
      WHERE r.partition_key IS NULL OR r.wn <= 1
      ORDER BY r.next_retry_at, r.id)
                         WHERE ROWNUM <= 100
@@ -191,17 +191,17 @@ blocked AS (
 ),
 w AS (
     SELECT * FROM (SELECT r.id, r.partition_key, r.next_retry_at FROM (
-        SELECT s.id, s.partition_key, s.next_retry_at,
-               ROW_NUMBER() OVER (PARTITION BY s.partition_key ORDER BY s.next_retry_at, s.id) AS wn
-          FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = :6 AND next_retry_at <= SYS_EXTRACT_UTC(:7)
          ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= 1000) s
-         WHERE s.partition_key IS NULL
+         WHERE (s.partition_key IS NULL
             OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
             AND s.partition_key NOT IN (SELECT partition_key FROM waiting)
-            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id))) r
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)))) q) r
      WHERE r.partition_key IS NULL OR r.wn <= 1
      ORDER BY r.next_retry_at, r.id)
                         WHERE ROWNUM <= 100
