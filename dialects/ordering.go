@@ -26,9 +26,14 @@ import (
 //     the batches in flight: few);
 //   - waiting: the keys of the type with a PENDING row that is not due
 //     (waiting for a retry), at most maxWaitingKeys of them;
+//   - blocked (on-failure: block): the type's FAILED rows and the
+//     publisher's DLQ rows waiting for an operator, (key, id), at most
+//     maxBlockingRows of each;
 //   - w, the window: the first limit due PENDING rows in (next_retry_at,
 //     id) order — the unordered claim's read — that do not belong to a
-//     busy or waiting key, among the first keyScan(limit);
+//     busy or waiting key, that no blocked row of their key precedes, and
+//     at most PerKey rows of a key, among the first keyScan(limit): so a
+//     held key or a key's burst deeper than the batch does not fill it;
 //   - wr, ws, wt: for the first row (by id) of each key of the window, one
 //     index probe for the key's first PENDING row that is not in the
 //     window (stop_id), spread to the key's other rows by a window
@@ -61,7 +66,8 @@ import (
 // IN_PROCESS rows and of its rows waiting for a retry, one probe per
 // distinct key of the window, the lock and the update: bounded by the
 // batch size whatever the backlog, a deep key included. The price of the
-// bound: while the first keyScan(limit) due rows all belong to busy keys,
+// bound: while the first keyScan(limit) due rows all belong to held keys
+// (busy, waiting, blocked) or to keys past their PerKey rows,
 // the claim takes nothing, though rows of idle keys may wait beyond them;
 // they go once the busy batches are finalized (docs/ordering.md,
 // "Fairness").
