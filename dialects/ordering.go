@@ -26,9 +26,14 @@ import (
 //     the batches in flight: few);
 //   - waiting: the keys of the type with a PENDING row that is not due
 //     (waiting for a retry), at most maxWaitingKeys of them;
+//   - blocked (on-failure: block): the type's FAILED rows and the
+//     publisher's DLQ rows waiting for an operator, (key, id), at most
+//     maxBlockingRows of each;
 //   - w, the window: the first limit due PENDING rows in (next_retry_at,
 //     id) order — the unordered claim's read — that do not belong to a
-//     busy or waiting key, among the first keyScan(limit);
+//     busy or waiting key, that no blocked row of their key precedes, and
+//     at most PerKey rows of a key, among the first keyScan(limit): so a
+//     held key or a key's burst deeper than the batch does not fill it;
 //   - wr, ws, wt: for the first row (by id) of each key of the window, one
 //     index probe for the key's first PENDING row that is not in the
 //     window (stop_id), spread to the key's other rows by a window
@@ -61,7 +66,8 @@ import (
 // IN_PROCESS rows and of its rows waiting for a retry, one probe per
 // distinct key of the window, the lock and the update: bounded by the
 // batch size whatever the backlog, a deep key included. The price of the
-// bound: while the first keyScan(limit) due rows all belong to busy keys,
+// bound: while the first keyScan(limit) due rows all belong to held keys
+// (busy, waiting, blocked) or to keys past their PerKey rows,
 // the claim takes nothing, though rows of idle keys may wait beyond them;
 // they go once the busy batches are finalized (docs/ordering.md,
 // "Fairness").
@@ -92,6 +98,14 @@ func keyScan(limit int) int { return 10 * limit }
 // 58 ms claim of 200, measured).
 const maxWaitingKeys = 10000
 
+// maxBlockingRows bounds each of the two reads of the rows that hold their
+// key under on-failure: block (FAILED rows of the type, DLQ rows of the
+// publisher waiting for an operator) whose keys an ordered claim drops
+// from its window, as maxWaitingKeys bounds the waiting keys: past it, a
+// blocked key's rows are not skipped but still never claimed, and take at
+// most PerKey rows of the window each.
+const maxBlockingRows = 10000
+
 // orderedCandidates writes the common table expressions of an ordered
 // claim of p (busy, waiting, w, wr, ws, wt), to follow WITH, and cand, the
 // query of the candidates (id, partition_key, next_retry_at) without
@@ -120,18 +134,96 @@ waiting AS ` + materialized + `(
         ` + firstRows(`SELECT x.partition_key FROM `+t.Events+` x
          WHERE x.status = 'PENDING' AND x.event_type = `+b.p(p.EventType)+` AND x.next_retry_at > `+b.t(p.Now)+` AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at`, lit(maxWaitingKeys)) + `) y
+),`
+	// blocked (on-failure: block): the rows that hold their key's later
+	// rows (a FAILED row, a DLQ row of the publisher waiting for an
+	// operator), at most maxBlockingRows of each. Like waiting, it only
+	// saves the window's room: the candidates' block filter below still
+	// decides, on every blocking row, so a cut set is safe. A row of the
+	// key before the blocking one stays in the window (it is no successor
+	// of the failed event). Indexes: the FAILED rows by updated_at
+	// (outbox_events_failed_idx on PostgreSQL, (status, event_type, …) on
+	// MySQL/MariaDB, (status, updated_at) on Oracle); the DLQ's key index.
+	blockedOut := ""
+	if p.BlockOnFailure {
+		ctes += `
+blocked AS ` + materialized + `(
+    SELECT bf.partition_key, bf.id FROM (
+        ` + firstRows(`SELECT f.partition_key, f.id FROM `+t.Events+` f
+         WHERE f.status = 'FAILED' AND f.event_type = `+b.p(p.EventType)+` AND f.partition_key IS NOT NULL
+         ORDER BY f.updated_at`, lit(maxBlockingRows)) + `) bf
+    UNION ALL
+    SELECT bq.partition_key, bq.event_id FROM (
+        ` + firstRows(`SELECT q.partition_key, q.event_id FROM `+t.DLQ+` q
+         WHERE q.event_type = `+b.p(p.EventType)+` AND q.partition_key IS NOT NULL
+           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+         ORDER BY q.partition_key, q.event_id`, lit(maxBlockingRows)) + `) bq
+),`
+		blockedOut = `
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)`
+	}
+	// w, the window: the first limit due rows, in (next_retry_at, id)
+	// order, of keys neither busy, waiting nor blocked, among the first
+	// keyScan(limit), and at most perKey rows of a key (its first in that
+	// order), so that a key's burst deeper than the batch takes no more of
+	// the window than the claim could take of it.
+	scan := `SELECT s.id, s.partition_key, s.next_retry_at FROM (
+        ` + firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
+         WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
+         ORDER BY next_retry_at, id`, lit(keyScan(p.Limit))) + `) s
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)` + blockedOut + `))`
+	perKey := max(p.PerKey, 1)
+	if _, pg := b.(*dollarBinder); pg {
+		// PostgreSQL reads the window lazily (it stops at limit rows
+		// that pass); a ROW_NUMBER over the keyScan rows would read and
+		// sort them all, by key under the collation (27 of a 50 ms
+		// window of 1,000, measured), and a second read of the window
+		// behind a one-time filter, never run, still raised the
+		// estimate past jit_above_cost (JIT: +120 ms, measured). So the
+		// cap is two hashed sets from pre, the first limit due rows:
+		// deep, its keys with more than perKey rows, and kfirst, the
+		// first perKey rows of those keys; a row of a deep key not in
+		// first leaves the window. A key deep only beyond the first
+		// limit rows is not capped.
+		ctes += `
+pre AS ` + materialized + `(
+    ` + firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
+         WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
+         ORDER BY next_retry_at, id`, lit(p.Limit)) + `
+),
+deep AS ` + materialized + `(
+    SELECT pre.partition_key FROM pre WHERE pre.partition_key IS NOT NULL
+     GROUP BY pre.partition_key HAVING COUNT(*) > ` + lit(perKey) + `
+),
+kfirst AS ` + materialized + `(
+    SELECT c.id FROM (
+        SELECT h.id, ROW_NUMBER() OVER (PARTITION BY h.partition_key ORDER BY h.next_retry_at, h.id) AS wn
+          FROM pre h WHERE h.partition_key IN (SELECT partition_key FROM deep)) c
+     WHERE c.wn <= ` + lit(perKey) + `
 ),
 w AS ` + materialized + `(
-    ` + firstRows(`SELECT s.id, s.partition_key, s.next_retry_at FROM (
-        `+firstRows(`SELECT id, partition_key, next_retry_at FROM `+t.Events+`
-         WHERE status = 'PENDING' AND event_type = `+b.p(p.EventType)+` AND next_retry_at <= `+b.t(p.Now)+`
-         ORDER BY next_retry_at, id`, lit(keyScan(p.Limit)))+`) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
+    ` + firstRows(scan+`
+           AND (s.partition_key IS NULL OR s.partition_key NOT IN (SELECT partition_key FROM deep) OR s.id IN (SELECT id FROM kfirst))
      ORDER BY s.next_retry_at, s.id`, lit(p.Limit)) + `
 ),
-wr AS ` + materialized + `(
+`
+	} else {
+		// MySQL/MariaDB read the bounded scan whole anyway (and compute a
+		// common table expression again at each reference: one form).
+		ctes += `
+w AS ` + materialized + `(
+    ` + firstRows(`SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (`+scan+`) q) r
+     WHERE r.partition_key IS NULL OR r.wn <= `+lit(perKey)+`
+     ORDER BY r.next_retry_at, r.id`, lit(p.Limit)) + `
+),
+`
+	}
+	ctes += `wr AS ` + materialized + `(
     SELECT w.id, w.partition_key, w.next_retry_at,
            ROW_NUMBER() OVER (PARTITION BY w.partition_key ORDER BY w.id) AS krn
       FROM w
@@ -160,7 +252,6 @@ wt AS ` + materialized + `(
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < ` + alias + `.id)`
 	}
-	perKey := max(p.PerKey, 1)
 	cand = `SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt

@@ -244,9 +244,9 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // type's finalizer (finalizeLoop), which merges the finalizes that are ready
 // together into one commit (dialects.ClaimsFinalizer). At most
 // Config.MaxBatchesInFlight batches of a type are held at once (claimed and
-// not yet finalized). A partial or empty batch, or a flight that was not a
-// busy one (released, an outage), ends the overlap: the flights still held
-// settle and the last outcome sets the pace as before.
+// not yet finalized). A partial (unordered) or empty batch, or a flight
+// that was not a busy one (released, an outage), ends the overlap: the
+// flights still held settle and the last outcome sets the pace as before.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) (claimed bool) {
 	s := pacing.New(ec.Polling)
 	out := p.newOutage(ec.EventType)
@@ -358,7 +358,11 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		}
 		f := p.fly(ec, b, prev, fin)
 		flights = append(flights, f)
-		overlap = f.full
+		// An ordered batch is partial whenever a key's events cannot all
+		// be in it (one event of a key per batch, a hot key's burst): the
+		// next claim may still take other keys beside it. A claim beside
+		// it that finds every key busy sets noOverlap.
+		overlap = f.full || ec.Ordered()
 		// Take the outcomes already known without waiting: an outage an
 		// earlier flight met stops the claims at once.
 		for len(flights) > 0 && flights[0].settled() {

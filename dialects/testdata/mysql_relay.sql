@@ -48,15 +48,19 @@ waiting AS (
                         LIMIT 10000) y
 ),
 w AS (
-    SELECT s.id, s.partition_key, s.next_retry_at FROM (
+    SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)))) q) r
+     WHERE r.partition_key IS NULL OR r.wn <= 1
+     ORDER BY r.next_retry_at, r.id
                         LIMIT 200
 ),
 wr AS (
@@ -103,16 +107,35 @@ waiting AS (
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
 ),
+blocked AS (
+    SELECT bf.partition_key, bf.id FROM (
+        SELECT f.partition_key, f.id FROM outbox_events f
+         WHERE f.status = 'FAILED' AND f.event_type = ? AND f.partition_key IS NOT NULL
+         ORDER BY f.updated_at
+                        LIMIT 10000) bf
+    UNION ALL
+    SELECT bq.partition_key, bq.event_id FROM (
+        SELECT q.partition_key, q.event_id FROM outbox_dlq_events q
+         WHERE q.event_type = ? AND q.partition_key IS NOT NULL
+           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+         ORDER BY q.partition_key, q.event_id
+                        LIMIT 10000) bq
+),
 w AS (
-    SELECT s.id, s.partition_key, s.next_retry_at FROM (
+    SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = ? AND next_retry_at <= ?
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)))) q) r
+     WHERE r.partition_key IS NULL OR r.wn <= 1
+     ORDER BY r.next_retry_at, r.id
                         LIMIT 200
 ),
 wr AS (
@@ -157,7 +180,7 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created]
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created]
 
 -- Claim by key 2/3: EventsClaimLockCandidates
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events

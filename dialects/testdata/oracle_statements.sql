@@ -142,15 +142,19 @@ waiting AS (
                         WHERE ROWNUM <= 10000) y
 ),
 w AS (
-    SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
+    SELECT * FROM (SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
          ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= 1000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id)
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)))) q) r
+     WHERE r.partition_key IS NULL OR r.wn <= 1
+     ORDER BY r.next_retry_at, r.id)
                         WHERE ROWNUM <= 100
 ),
 wr AS (
@@ -197,16 +201,35 @@ waiting AS (
          ORDER BY x.next_retry_at)
                         WHERE ROWNUM <= 10000) y
 ),
+blocked AS (
+    SELECT bf.partition_key, bf.id FROM (
+        SELECT * FROM (SELECT f.partition_key, f.id FROM outbox_events f
+         WHERE f.status = 'FAILED' AND f.event_type = :4 AND f.partition_key IS NOT NULL
+         ORDER BY f.updated_at)
+                        WHERE ROWNUM <= 10000) bf
+    UNION ALL
+    SELECT bq.partition_key, bq.event_id FROM (
+        SELECT * FROM (SELECT q.partition_key, q.event_id FROM outbox_dlq_events q
+         WHERE q.event_type = :5 AND q.partition_key IS NOT NULL
+           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+         ORDER BY q.partition_key, q.event_id)
+                        WHERE ROWNUM <= 10000) bq
+),
 w AS (
-    SELECT * FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
+    SELECT * FROM (SELECT r.id, r.partition_key, r.next_retry_at FROM (
+        SELECT q.id, q.partition_key, q.next_retry_at,
+               ROW_NUMBER() OVER (PARTITION BY q.partition_key ORDER BY q.next_retry_at, q.id) AS wn
+          FROM (SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT * FROM (SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = :4 AND next_retry_at <= SYS_EXTRACT_UTC(:5)
+         WHERE status = 'PENDING' AND event_type = :6 AND next_retry_at <= SYS_EXTRACT_UTC(:7)
          ORDER BY next_retry_at, id)
                         WHERE ROWNUM <= 1000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
-     ORDER BY s.next_retry_at, s.id)
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)))) q) r
+     WHERE r.partition_key IS NULL OR r.wn <= 1
+     ORDER BY r.next_retry_at, r.id)
                         WHERE ROWNUM <= 100
 ),
 wr AS (
@@ -217,7 +240,7 @@ wr AS (
 ws AS (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT MIN(b.id) FROM outbox_events b
-                        WHERE b.event_type = :6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
+                        WHERE b.event_type = :8 AND b.partition_key = wr.partition_key AND b.status = 'PENDING'
                           AND b.id NOT IN (SELECT id FROM w)) END AS stop1
       FROM wr
 ),
@@ -231,27 +254,27 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = :7 AND f.partition_key = wt.partition_key
+                        WHERE f.event_type = :9 AND f.partition_key = wt.partition_key
                           AND f.status = 'FAILED' AND f.id < wt.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = :8 AND q.partition_key = wt.partition_key
+                        WHERE q.event_type = :10 AND q.partition_key = wt.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < wt.id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:9)
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:11)
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = :10 AND f.partition_key = h.partition_key
+                        WHERE f.event_type = :12 AND f.partition_key = h.partition_key
                           AND f.status = 'FAILED' AND f.id < h.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = :11 AND q.partition_key = h.partition_key
+                        WHERE q.event_type = :13 AND q.partition_key = h.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < h.id)
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
  ORDER BY z.next_retry_at, z.id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created"]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created"]
 
 -- Claim by key 2/3: EventsClaimLockCandidates (cursor)
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at

@@ -27,15 +27,32 @@ waiting AS MATERIALIZED (
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
 ),
+pre AS MATERIALIZED (
+    SELECT id, partition_key, next_retry_at FROM outbox_events
+         WHERE status = 'PENDING' AND event_type = $6 AND next_retry_at <= $7
+         ORDER BY next_retry_at, id
+                        LIMIT 200
+),
+deep AS MATERIALIZED (
+    SELECT pre.partition_key FROM pre WHERE pre.partition_key IS NOT NULL
+     GROUP BY pre.partition_key HAVING COUNT(*) > 1
+),
+kfirst AS MATERIALIZED (
+    SELECT c.id FROM (
+        SELECT h.id, ROW_NUMBER() OVER (PARTITION BY h.partition_key ORDER BY h.next_retry_at, h.id) AS wn
+          FROM pre h WHERE h.partition_key IN (SELECT partition_key FROM deep)) c
+     WHERE c.wn <= 1
+),
 w AS MATERIALIZED (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
          WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)))
+           AND (s.partition_key IS NULL OR s.partition_key NOT IN (SELECT partition_key FROM deep) OR s.id IN (SELECT id FROM kfirst))
      ORDER BY s.next_retry_at, s.id
                         LIMIT 200
 ),
@@ -47,7 +64,7 @@ wr AS MATERIALIZED (
 ws AS MATERIALIZED (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = $6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        WHERE b.event_type = $8 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
                           AND b.id NOT IN (SELECT id FROM w)
                         ORDER BY b.id LIMIT 1) END AS stop1
       FROM wr
@@ -64,13 +81,13 @@ cand AS MATERIALIZED (
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $7
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $9
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
 ),
 locked AS MATERIALIZED (
     SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $8
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $10
        FOR UPDATE OF c SKIP LOCKED
 ),
 missed AS MATERIALIZED (
@@ -88,11 +105,11 @@ due AS (
     SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $9, claimed_at = $8, claimed_by = $10, updated_at = $8
+   SET status = 'IN_PROCESS', claim_token = $11, claimed_at = $10, claimed_by = $12, updated_at = $10
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsClaim (ordering: key, on-failure: block)
 WITH busy AS MATERIALIZED (
@@ -108,15 +125,47 @@ waiting AS MATERIALIZED (
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
 ),
+blocked AS MATERIALIZED (
+    SELECT bf.partition_key, bf.id FROM (
+        SELECT f.partition_key, f.id FROM outbox_events f
+         WHERE f.status = 'FAILED' AND f.event_type = $4 AND f.partition_key IS NOT NULL
+         ORDER BY f.updated_at
+                        LIMIT 10000) bf
+    UNION ALL
+    SELECT bq.partition_key, bq.event_id FROM (
+        SELECT q.partition_key, q.event_id FROM outbox_dlq_events q
+         WHERE q.event_type = $5 AND q.partition_key IS NOT NULL
+           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+         ORDER BY q.partition_key, q.event_id
+                        LIMIT 10000) bq
+),
+pre AS MATERIALIZED (
+    SELECT id, partition_key, next_retry_at FROM outbox_events
+         WHERE status = 'PENDING' AND event_type = $8 AND next_retry_at <= $9
+         ORDER BY next_retry_at, id
+                        LIMIT 200
+),
+deep AS MATERIALIZED (
+    SELECT pre.partition_key FROM pre WHERE pre.partition_key IS NOT NULL
+     GROUP BY pre.partition_key HAVING COUNT(*) > 1
+),
+kfirst AS MATERIALIZED (
+    SELECT c.id FROM (
+        SELECT h.id, ROW_NUMBER() OVER (PARTITION BY h.partition_key ORDER BY h.next_retry_at, h.id) AS wn
+          FROM pre h WHERE h.partition_key IN (SELECT partition_key FROM deep)) c
+     WHERE c.wn <= 1
+),
 w AS MATERIALIZED (
     SELECT s.id, s.partition_key, s.next_retry_at FROM (
         SELECT id, partition_key, next_retry_at FROM outbox_events
-         WHERE status = 'PENDING' AND event_type = $4 AND next_retry_at <= $5
+         WHERE status = 'PENDING' AND event_type = $6 AND next_retry_at <= $7
          ORDER BY next_retry_at, id
                         LIMIT 2000) s
-     WHERE s.partition_key IS NULL
-        OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
-            AND s.partition_key NOT IN (SELECT partition_key FROM waiting))
+         WHERE (s.partition_key IS NULL
+            OR (s.partition_key NOT IN (SELECT partition_key FROM busy)
+            AND s.partition_key NOT IN (SELECT partition_key FROM waiting)
+            AND NOT EXISTS (SELECT 1 FROM blocked k WHERE k.partition_key = s.partition_key AND k.id < s.id)))
+           AND (s.partition_key IS NULL OR s.partition_key NOT IN (SELECT partition_key FROM deep) OR s.id IN (SELECT id FROM kfirst))
      ORDER BY s.next_retry_at, s.id
                         LIMIT 200
 ),
@@ -128,7 +177,7 @@ wr AS MATERIALIZED (
 ws AS MATERIALIZED (
     SELECT wr.id, wr.partition_key, wr.next_retry_at, wr.krn,
            CASE WHEN wr.krn = 1 AND wr.partition_key IS NOT NULL THEN (SELECT b.id FROM outbox_events b
-                        WHERE b.event_type = $6 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        WHERE b.event_type = $10 AND b.partition_key = wr.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
                           AND b.id NOT IN (SELECT id FROM w)
                         ORDER BY b.id LIMIT 1) END AS stop1
       FROM wr
@@ -144,20 +193,20 @@ cand AS MATERIALIZED (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
      WHERE wt.partition_key IS NULL OR ((wt.stop_id IS NULL OR wt.id < wt.stop_id)
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = $7 AND f.partition_key = wt.partition_key
+                        WHERE f.event_type = $11 AND f.partition_key = wt.partition_key
                           AND f.status = 'FAILED' AND f.id < wt.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = $8 AND q.partition_key = wt.partition_key
+                        WHERE q.event_type = $12 AND q.partition_key = wt.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < wt.id))
     UNION ALL
     SELECT h.id, h.partition_key, h.next_retry_at FROM wt JOIN outbox_events h ON h.id = wt.stop_id
-     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $9
+     WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= $13
        AND NOT EXISTS (SELECT 1 FROM outbox_events f
-                        WHERE f.event_type = $10 AND f.partition_key = h.partition_key
+                        WHERE f.event_type = $14 AND f.partition_key = h.partition_key
                           AND f.status = 'FAILED' AND f.id < h.id)
        AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
-                        WHERE q.event_type = $11 AND q.partition_key = h.partition_key
+                        WHERE q.event_type = $15 AND q.partition_key = h.partition_key
                           AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
                           AND q.event_id < h.id)
     ) y) z
@@ -165,7 +214,7 @@ cand AS MATERIALIZED (
 ),
 locked AS MATERIALIZED (
     SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $12
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $16
        FOR UPDATE OF c SKIP LOCKED
 ),
 missed AS MATERIALIZED (
@@ -183,11 +232,11 @@ due AS (
     SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $13, claimed_at = $12, claimed_by = $14, updated_at = $12
+   SET status = 'IN_PROCESS', claim_token = $17, claimed_at = $16, claimed_by = $18, updated_at = $16
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsDueTypes (discovery, first page)
 WITH RECURSIVE t(event_type, n) AS (
