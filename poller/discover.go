@@ -46,7 +46,7 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 	}
 	s := pacing.New(defaults.Polling)
 	var delay time.Duration
-	for pacing.Sleep(ctx, p.config.Clock, delay, p.wakes.discovery) {
+	for p.wakes.discovery.sleep(ctx, p.config.Clock, delay) {
 		types, err := d.dueTypes(ctx)
 		started := 0
 		for _, t := range types {

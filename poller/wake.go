@@ -2,8 +2,11 @@ package poller
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill"
 
@@ -60,78 +63,116 @@ const (
 )
 
 // wakeBoard routes notifications to the loops. Configured types have a
-// channel from New on; a discovered type has one while its loop runs; the
-// discovery has one unless the event types are strict. Each channel holds
-// at most one pending wake-up: a loop that is busy when woken polls again
-// at once when it next sleeps, which is what the notification asks for (its
-// running claim may have started before the commit).
+// waker from New on; a discovered type has one while its loop runs; the
+// discovery has one unless the event types are strict. Each waker holds at
+// most one pending wake-up: a loop that is busy when woken polls again when
+// it next sleeps, which is what the notification asks for (its running
+// claim may have started before the commit), but no sooner than its
+// window allows (waker).
 type wakeBoard struct {
 	mu        sync.Mutex
-	loops     map[string]chan struct{}
-	discovery chan struct{} // nil in strict mode
+	loops     map[string]*waker
+	discovery *waker        // nil in strict mode
+	window    time.Duration // of a discovered type's loop: the defaults' min-fixed-delay
 }
 
-func newWakeBoard(configured []string, discovery bool) *wakeBoard {
-	b := &wakeBoard{loops: make(map[string]chan struct{}, len(configured))}
-	for _, t := range configured {
-		b.loops[t] = make(chan struct{}, 1)
-	}
-	if discovery {
-		b.discovery = make(chan struct{}, 1)
-	}
-	return b
+// waker is the wake-up of one loop (or of the discovery). It coalesces the
+// wake-driven polls: at most one per window (the loop's min-fixed-delay).
+// A wake-up that arrives less than window after the last wake-driven poll
+// began is remembered (the channel holds it) and served when the window
+// ends, so a flood of notifications (any role that can connect may NOTIFY
+// the channel) costs at most one poll per window, and a genuine one waits
+// at most window.
+type waker struct {
+	ch     chan struct{}
+	window time.Duration
+	// last is when the last wake-driven poll was let through; only the
+	// loop's goroutine (sleepOrWake) reads and writes it.
+	last time.Time
+	// urgent marks a wake-up of the relay's own (wakeAll: rows recovered,
+	// a listener reconnected), served at once and outside the window: no
+	// role outside the relay can cause one.
+	urgent atomic.Bool
 }
 
-func poke(ch chan struct{}) {
+func newWaker(window time.Duration) *waker {
+	return &waker{ch: make(chan struct{}, 1), window: window}
+}
+
+// poke leaves a wake-up pending, unless one already is.
+func (w *waker) poke() {
 	select {
-	case ch <- struct{}{}:
+	case w.ch <- struct{}{}:
 	default: // a wake-up is already pending
 	}
 }
 
-// channel returns the wake channel of t's loop, nil if it has none.
-func (b *wakeBoard) channel(t string) chan struct{} {
+func newWakeBoard(configured map[string]time.Duration, discovery bool, window time.Duration) *wakeBoard {
+	b := &wakeBoard{loops: make(map[string]*waker, len(configured)), window: window}
+	for t, w := range configured {
+		b.loops[t] = newWaker(w)
+	}
+	if discovery {
+		b.discovery = newWaker(window)
+	}
+	return b
+}
+
+// channel returns the waker of t's loop, nil if it has none.
+func (b *wakeBoard) channel(t string) *waker {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.loops[t]
 }
 
-// wake wakes t's loop, else the discovery, else nothing.
+// wake wakes t's loop, else the discovery, else nothing. A payload that
+// cannot be an event type (empty, longer than oncebox.MaxEventTypeLength,
+// not UTF-8, with a NUL: the publisher refuses such a type, so it never
+// notifies one) wakes nothing: only a role that can NOTIFY the channel
+// sends it, and each would cost a discovery query.
 func (b *wakeBoard) wake(t string) WakeTarget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ch, ok := b.loops[t]; ok {
-		poke(ch)
+	if w, ok := b.loops[t]; ok {
+		w.poke()
 		return WokeLoop
 	}
-	if b.discovery != nil {
-		poke(b.discovery)
+	if b.discovery != nil && eventTypeName(t) {
+		b.discovery.poke()
 		return WokeDiscovery
 	}
 	return WokeNothing
 }
 
-// wakeAll wakes every loop and the discovery.
+// eventTypeName reports whether s can be an event type: the publisher's
+// rule (publisher.validateName).
+func eventTypeName(s string) bool {
+	return s != "" && len(s) <= oncebox.MaxEventTypeLength && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// wakeAll wakes every loop and the discovery at once, whatever their
+// windows (waker.urgent).
 func (b *wakeBoard) wakeAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, ch := range b.loops {
-		poke(ch)
+	for _, w := range b.loops {
+		w.urgent.Store(true)
+		w.poke()
 	}
 	if b.discovery != nil {
-		poke(b.discovery)
+		b.discovery.urgent.Store(true)
+		b.discovery.poke()
 	}
 }
 
-// add gives the discovered type t a wake channel for as long as its loop
-// runs.
+// add gives the discovered type t a waker for as long as its loop runs.
 func (b *wakeBoard) add(t string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.loops[t] = make(chan struct{}, 1)
+	b.loops[t] = newWaker(b.window)
 }
 
-// remove takes the channel of the discovered type t away when its loop has
+// remove takes the waker of the discovered type t away when its loop has
 // ended and the discovery has released the type. A wake-up still pending on
 // it is passed to the discovery. The interleaving this covers: the loop's
 // last poll claims nothing, a transaction commits, its notification is put
@@ -143,33 +184,70 @@ func (b *wakeBoard) add(t string) {
 func (b *wakeBoard) remove(t string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ch := b.loops[t]
+	w := b.loops[t]
 	delete(b.loops, t)
-	if len(ch) > 0 && b.discovery != nil {
-		poke(b.discovery)
+	if w != nil && len(w.ch) > 0 && b.discovery != nil {
+		b.discovery.poke()
 	}
 }
 
-// sleepOrWake waits d on c or until wake fires; ok is false when ctx
-// ended first, woken tells a wake-up from the end of the wait. A zero d does
-// not wait (and drops nothing: a pending wake-up stays for the next sleep).
-func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, wake <-chan struct{}) (ok, woken bool) {
+// sleepOrWake waits d on c or until w is woken; ok is false when ctx ended
+// first, woken tells a wake-up from the end of the wait. A zero d does not
+// wait (and drops nothing: a pending wake-up stays for the next sleep). A
+// nil w is never woken.
+//
+// A wake-up less than w.window after the last wake-driven poll is held
+// until that window ends (or until d ends, if sooner: that poll was due
+// anyway), then served: at most one poll per window is woken by
+// notifications. The relay's own wake-ups (wakeAll) are served at once and
+// do not count.
+func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker) (ok, woken bool) {
 	if ctx.Err() != nil {
 		return false, false
 	}
 	if d <= 0 {
 		return true, false
 	}
+	var wake chan struct{}
+	if w != nil {
+		wake = w.ch
+	}
+	start := c.Now()
 	t := clock.NewTimer(c, d)
-	defer t.Stop()
+	defer func() { t.Stop() }()
 	select {
 	case <-t.Chan():
 		return true, false
-	case <-wake:
-		return true, true
 	case <-ctx.Done():
 		return false, false
+	case <-wake:
 	}
+	if w.urgent.Swap(false) {
+		return true, true
+	}
+	now := c.Now()
+	hold := min(w.last.Add(w.window).Sub(now), d-now.Sub(start))
+	if !w.last.IsZero() && hold > 0 {
+		// One timer at a time, so that a sleeping loop is one waiter of a
+		// fake clock.
+		t.Stop()
+		t = clock.NewTimer(c, hold)
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			// The wake-up is not served; the loop ends.
+			return false, false
+		}
+		now = c.Now()
+	}
+	w.last = now
+	return true, true
+}
+
+// sleep is sleepOrWake for the discovery, which needs no woken.
+func (w *waker) sleep(ctx context.Context, c oncebox.Clock, d time.Duration) bool {
+	ok, _ := sleepOrWake(ctx, c, d, w)
+	return ok
 }
 
 // listenLoop keeps one Listener session open on the tables' channel until
@@ -238,9 +316,13 @@ func (p *Poller) wakeOnCommit(db any, events []oncebox.EventConfig) (Listener, *
 			listener = defaultListener(db, p.d)
 		}
 	}
-	configured := make([]string, len(events))
-	for i, ec := range events {
-		configured[i] = ec.EventType
+	configured := make(map[string]time.Duration, len(events))
+	for _, ec := range events {
+		configured[ec.EventType] = ec.Polling.MinFixedDelay
 	}
-	return listener, newWakeBoard(configured, !p.config.Oncebox.Outbox.StrictEventTypes)
+	var window time.Duration // the defaults' min-fixed-delay
+	if defaults, err := p.config.Oncebox.Event(""); err == nil {
+		window = defaults.Polling.MinFixedDelay
+	}
+	return listener, newWakeBoard(configured, !p.config.Oncebox.Outbox.StrictEventTypes, window)
 }

@@ -3,6 +3,7 @@ package poller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -294,4 +295,94 @@ func TestNoListenerOverDatabaseSQL(t *testing.T) {
 	ups, _, woken := h.state()
 	require.Zero(t, ups)
 	require.Empty(t, woken)
+}
+
+// notifyFlood sends n notifications on b's channel, each in a transaction
+// of its own (identical notifications of one transaction are folded), the
+// payload of the i-th being payload(i), and waits until the relay's
+// listener has received them all.
+func notifyFlood(t *testing.T, b *bundle, h *wakeHooks, n int, payload string) {
+	t.Helper()
+	_, _, before := h.state()
+	channel := dialects.NotifyChannel(b.schema.Dialect.Tables())
+	_, err := b.schema.Pool.Exec(context.Background(), fmt.Sprintf(`DO $$ BEGIN
+		FOR i IN 1..%d LOOP PERFORM pg_notify('%s', %s); COMMIT; END LOOP; END $$`, n, channel, payload))
+	require.NoError(t, err)
+	eventually(t, "every notification received", func() bool {
+		_, _, woken := h.state()
+		return len(woken) == len(before)+n
+	})
+}
+
+// Any role that can connect may NOTIFY the relay's channel: a flood of
+// notifications naming a configured type costs at most one wake-driven
+// claim per min-fixed-delay of the type, and the wake-ups that came inside
+// the window are served at its end, not dropped.
+func TestWakeUpFloodCostsOneClaimPerMinFixedDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	p, err := poller.New(b.schema.Beginner, rec, b.strictConfig(h, "order-created"), nil)
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3) // the loop, recovery, clean-up
+
+	// The clock does not move: the first wake-up is served at once, the
+	// 1,999 others wait for the end of its window.
+	notifyFlood(t, b, h, 2000, `'order-created'`)
+	ids := b.publish(t, b.clock, "order-created", 1) // woken inside the window too
+	eventually(t, "its notification", func() bool { _, _, w := h.state(); return len(w) == 2001 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	require.LessOrEqual(t, h.pollsOf("order-created"), 2, "the first poll and one wake-driven poll")
+
+	// At the end of the window the remembered wake-up polls once, and finds
+	// the event.
+	b.clock.Advance(250 * time.Millisecond)
+	eventually(t, "the remembered wake-up is served", func() bool { return rec.deliveries()[ids[0]] == 1 })
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	require.LessOrEqual(t, h.pollsOf("order-created"), 3)
+}
+
+// Payloads that cannot name an event type (longer than MaxEventTypeLength)
+// wake nothing; valid names of types nobody configured wake the discovery
+// at most once per min-fixed-delay of the defaults.
+func TestWakeUpFloodCostsTheDiscoveryNothingOrOneQueryPerMinFixedDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	cfg := b.config() // discovers every type besides its own
+	cfg.EventTypes = []string{"order-created"}
+	cfg.Hooks = h
+	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, nil)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "listener up, first polls done", func() bool {
+		ups, _, _ := h.state()
+		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
+
+	// Random payloads, 256 bytes and more: no event type is that long.
+	notifyFlood(t, b, h, 2000, `repeat(md5(random()::text), 8 + i % 3)`)
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.Equal(t, 1, h.pollsOf(poller.DiscoveryEventType), "no discovery query")
+	_, _, woken := h.state()
+	for _, w := range woken {
+		require.True(t, strings.HasSuffix(w, woke("", poller.WokeNothing)), w)
+	}
+
+	// Random valid names: one discovery query at once, one at the end of the
+	// window.
+	notifyFlood(t, b, h, 2000, `'rnd-' || md5(random()::text)`)
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.LessOrEqual(t, h.pollsOf(poller.DiscoveryEventType), 2)
+	b.clock.Advance(250 * time.Millisecond)
+	eventually(t, "the remembered wake-up is served", func() bool { return h.pollsOf(poller.DiscoveryEventType) >= 3 })
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.LessOrEqual(t, h.pollsOf(poller.DiscoveryEventType), 3)
 }
