@@ -28,6 +28,41 @@ type Listener interface {
 	Listen(ctx context.Context, channel string, ready func(), notify func(payload string)) error
 }
 
+// QueueWatcher is implemented by a Listener that can also read, on its
+// session, how full PostgreSQL's notification queue is
+// (pg_notification_queue_usage()). The queue is the server's, shared by
+// every channel; it drains as fast as its slowest listener reads, and a
+// session that ran LISTEN and sits in an open transaction reads nothing:
+// once the queue is full every transaction that ran NOTIFY fails at COMMIT.
+// The poller reports each reading to Hooks.NotifyQueueUsage and logs its
+// crossings (docs/design.md, "Wake-up on commit"). PgxListener implements
+// it.
+type QueueWatcher interface {
+	// ListenAndWatch is Listen, and also calls usage with a reading of the
+	// queue's usage (0 to 1): once ready was called, then at most once per
+	// every while notifications arrive, and at least once per ten minutes
+	// otherwise. usage must not block; nil reads nothing.
+	ListenAndWatch(ctx context.Context, channel string, every time.Duration,
+		ready func(), notify func(payload string), usage func(ratio float64)) error
+}
+
+// The notification queue's usage (QueueWatcher) is read at most once per
+// notifyQueueCheck while notifications arrive: a queue that a stuck
+// listener holds fills, at the publishers' limiter's cap, in an hour or more
+// (docs/design.md), so a minute is early enough, and it costs one statement
+// a minute on the listener's own connection.
+const notifyQueueCheck = time.Minute
+
+// The relay logs an ERROR once when the queue's usage reaches
+// notifyQueueHigh (where the publishers stop notifying, by default:
+// publisher.DefaultWakeQueueLimit) and an INFO once when it is back under
+// notifyQueueLow; between the two it stays quiet, so that a usage near one
+// threshold does not log at every reading.
+const (
+	notifyQueueHigh = 0.5
+	notifyQueueLow  = 0.25
+)
+
 // WakeHooks is implemented by a Hooks value that wants to know about the
 // wake-ups on commit; the poller checks for it with a type assertion, so
 // that Hooks keeps its methods.
@@ -261,9 +296,30 @@ func (p *Poller) listenLoop(ctx context.Context) {
 	channel := dialects.NotifyChannel(p.d.Tables())
 	wh, _ := p.config.Hooks.(WakeHooks)
 	backoff := p.config.ListenerBackoff.Strategy()
+	high := false // the queue's usage reached notifyQueueHigh and has not fallen under notifyQueueLow
+	usage := func(ratio float64) {
+		p.config.Hooks.NotifyQueueUsage(ratio)
+		fields := watermill.LogFields{"usage": ratio}
+		switch {
+		case !high && ratio >= notifyQueueHigh:
+			high = true
+			p.logger.Error("PostgreSQL's notification queue is filling up: a session that ran LISTEN sits in an open transaction "+
+				"(pg_stat_activity: state 'idle in transaction', oldest xact_start). Publishers stop notifying at "+
+				"publisher.Config.WakeQueueLimit; when it is full every transaction that runs NOTIFY fails at COMMIT", nil, fields)
+		case high && ratio < notifyQueueLow:
+			high = false
+			p.logger.Info("PostgreSQL's notification queue has drained", fields)
+		}
+	}
+	listen := func(ctx context.Context, channel string, ready func(), notify func(string)) error {
+		if qw, ok := p.listener.(QueueWatcher); ok {
+			return qw.ListenAndWatch(ctx, channel, notifyQueueCheck, ready, notify, usage)
+		}
+		return p.listener.Listen(ctx, channel, ready, notify)
+	}
 	for sessions := 0; ; sessions++ {
 		up := false
-		err := p.listener.Listen(ctx, channel, func() {
+		err := listen(ctx, channel, func() {
 			up = true
 			p.logger.Debug("Listening for wake-ups on commit", watermill.LogFields{"channel": channel})
 			if wh != nil {

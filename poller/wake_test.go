@@ -26,6 +26,19 @@ type wakeHooks struct {
 	ups   int
 	downs []error
 	woken []string // "type→target", in order
+	usage []float64
+}
+
+func (h *wakeHooks) NotifyQueueUsage(ratio float64) {
+	h.mu.Lock()
+	h.usage = append(h.usage, ratio)
+	h.mu.Unlock()
+}
+
+func (h *wakeHooks) readings() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]float64(nil), h.usage...)
 }
 
 func (h *wakeHooks) Woken(eventType string, target poller.WakeTarget) {
@@ -385,4 +398,100 @@ func TestWakeUpFloodCostsTheDiscoveryNothingOrOneQueryPerMinFixedDelay(t *testin
 	eventually(t, "the remembered wake-up is served", func() bool { return h.pollsOf(poller.DiscoveryEventType) >= 3 })
 	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
 	require.LessOrEqual(t, h.pollsOf(poller.DiscoveryEventType), 3)
+}
+
+// The relay reads the notification queue's usage on its listener's
+// connection once the LISTEN is in effect, and reports it to the hooks.
+func TestRelayReportsTheNotificationQueueUsage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	p, err := poller.New(b.schema.Beginner, newRecorder(), b.strictConfig(h, "order-created"), nil)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "a reading", func() bool { return len(h.readings()) == 1 })
+	u := h.readings()[0]
+	require.GreaterOrEqual(t, u, 0.0)
+	require.Less(t, u, 0.5)
+}
+
+// While notifications arrive, PgxListener reads the queue's usage at most
+// once per every, between two waits, and no notification is lost to a
+// reading.
+func TestPgxListenerReadsTheQueueUsageWhileNotified(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	qw, ok := poller.PgxListener(b.schema.Pool).(poller.QueueWatcher)
+	require.True(t, ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu       sync.Mutex
+		payloads []string
+		readings int
+	)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	channel := dialects.NotifyChannel(b.schema.Dialect.Tables())
+	go func() {
+		done <- qw.ListenAndWatch(ctx, channel, time.Millisecond, func() { close(ready) },
+			func(p string) { mu.Lock(); payloads = append(payloads, p); mu.Unlock() },
+			func(float64) { mu.Lock(); readings++; mu.Unlock() })
+	}()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	<-ready
+	for i := range 20 {
+		_, err := b.schema.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
+		require.NoError(t, err)
+	}
+	eventually(t, "every notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(payloads) == 20 })
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range payloads {
+		require.Equal(t, fmt.Sprint(i), p)
+	}
+	require.GreaterOrEqual(t, readings, 2, "the first reading and at least one while notified")
+}
+
+// usageListener is a QueueWatcher reporting the readings the test gives it.
+type usageListener struct{ readings []float64 }
+
+func (l usageListener) Listen(context.Context, string, func(), func(string)) error {
+	panic("the poller calls ListenAndWatch")
+}
+
+func (l usageListener) ListenAndWatch(ctx context.Context, _ string, _ time.Duration, ready func(), _ func(string), usage func(float64)) error {
+	ready()
+	for _, u := range l.readings {
+		usage(u)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// The relay logs the queue filling up once when its usage reaches 50%, and
+// once when it is back under 25%, whatever the readings in between.
+func TestNotifyQueueCrossingsAreLoggedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	cfg := b.strictConfig(h, "order-created")
+	readings := []float64{0.1, 0.5, 0.7, 0.3, 0.6, 0.2, 0.1, 0.55}
+	cfg.Listener = usageListener{readings}
+	logger := watermill.NewCaptureLogger()
+	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, logger)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "every reading", func() bool { return len(h.readings()) == len(readings) })
+	require.Equal(t, readings, h.readings())
+	count := func(level watermill.LogLevel, prefix string) int {
+		n := 0
+		for _, m := range logger.Captured()[level] {
+			if strings.HasPrefix(m.Msg, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 2, count(watermill.ErrorLogLevel, "PostgreSQL's notification queue is filling up"), "at 0.5 and at 0.55")
+	require.Equal(t, 1, count(watermill.InfoLogLevel, "PostgreSQL's notification queue has drained"), "at 0.2")
 }
