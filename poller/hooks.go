@@ -34,8 +34,8 @@ type Hooks interface {
 	// notification queue (pg_notification_queue_usage(), 0 to 1) each time
 	// the wake-up listener reads it: once its LISTEN is in effect, then at
 	// most once a minute while notifications arrive and every 10 minutes
-	// otherwise (docs/design.md, "Wake-up on commit"). Never called without
-	// a listener.
+	// otherwise (docs/design.md, "Wake-up on commit"). Called only with a
+	// Listener that is a QueueWatcher (PgxListener is).
 	NotifyQueueUsage(ratio float64)
 	// JobDone is called after every run of a background job.
 	JobDone(JobInfo)
