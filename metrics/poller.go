@@ -30,6 +30,7 @@ type PollerHooks struct {
 	claimed     *prometheus.CounterVec
 	pollDelay   *prometheus.GaugeVec
 	outage      *prometheus.GaugeVec
+	notifyQueue prometheus.Gauge
 	jobs        *jobMetrics
 }
 
@@ -109,10 +110,12 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 			Help: "Current wait before the next poll of an event type."}, et),
 		outage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOutboxBrokerOutage,
 			Help: "1 while the broker of an event type is unavailable (its batches are released and it backs off), 0 once it is reached again."}, et),
+		notifyQueue: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameNotifyQueueUsage,
+			Help: "Usage of PostgreSQL's notification queue (0 to 1) as last read by the wake-up listener: at 1 every transaction that ran NOTIFY fails at COMMIT; publishers stop notifying at publisher.Config.WakeQueueLimit (0.5)."}),
 		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay, h.outage} {
+		h.claimed, h.pollDelay, h.outage, h.notifyQueue} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -178,6 +181,9 @@ func (h *PollerHooks) StaleFinalize(eventType string, want, got int) {
 		h.stale.WithLabelValues(eventType).Add(float64(want - got))
 	}
 }
+
+// NotifyQueueUsage implements poller.Hooks.
+func (h *PollerHooks) NotifyQueueUsage(ratio float64) { h.notifyQueue.Set(ratio) }
 
 // JobDone implements poller.Hooks.
 func (h *PollerHooks) JobDone(j poller.JobInfo) {

@@ -93,7 +93,9 @@ func TestPollerHooksDirectCalls(t *testing.T) {
 	h.PollDone(poller.PollInfo{EventType: "a", Err: context.Canceled, NextDelay: 2 * time.Second})
 	h.JobDone(poller.JobInfo{Job: poller.JobRecovery, Skipped: true})
 	h.JobDone(poller.JobInfo{Job: poller.JobRecovery, Err: context.Canceled, Rows: 0})
+	h.NotifyQueueUsage(0.25)
 	a := map[string]string{"event_type": "a"}
+	require.Equal(t, 0.25, mustValue(t, reg, metrics.NameNotifyQueueUsage, nil))
 	require.Equal(t, 5.0, mustValue(t, reg, "oncebox_outbox_broker_unavailable_total", a))
 	require.Equal(t, 3.0, mustValue(t, reg, "oncebox_outbox_stale_finalizes_total", a))
 	require.Equal(t, 2.0, mustValue(t, reg, "oncebox_outbox_events_failed_total", map[string]string{"event_type": "a", "final": "false"}))

@@ -140,12 +140,25 @@ func (d *discovery) sleep(ctx context.Context, wait time.Duration) (woken, ok bo
 	if wait <= 0 {
 		return false, true
 	}
-	t := clock.NewTimer(d.p.config.Clock, wait)
+	var wake chan struct{}
+	w := d.p.wakes.discovery
+	if w != nil {
+		wake = w.ch
+	}
+	c := d.p.config.Clock
+	start := c.Now()
+	t := clock.NewTimer(c, wait)
 	defer t.Stop()
 	select {
 	case <-t.Chan():
 		return false, true
-	case <-d.p.wakes.discovery:
+	case <-wake:
+		// Coalesced: at most one wake-driven discovery query per the
+		// defaults' min-fixed-delay (waker).
+		t.Stop()
+		if !w.admit(ctx, c, wait-c.Since(start)) {
+			return false, false
+		}
 		return true, true
 	case <-d.freed:
 		return false, true
@@ -232,7 +245,10 @@ func (d *discovery) release(t string, claimed bool) {
 		d.enqueue(t)
 	}
 	if len(d.queue) > 0 {
-		poke(d.freed)
+		select {
+		case d.freed <- struct{}{}:
+		default: // already signalled
+		}
 	}
 }
 

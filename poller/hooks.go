@@ -30,6 +30,13 @@ type Hooks interface {
 	// StaleFinalize is called when a finalize matched fewer rows than it
 	// meant to: the claim had been recovered and taken by another instance.
 	StaleFinalize(eventType string, want, got int)
+	// NotifyQueueUsage is called with the usage of PostgreSQL's
+	// notification queue (pg_notification_queue_usage(), 0 to 1) each time
+	// the wake-up listener reads it: once its LISTEN is in effect, then at
+	// most once a minute while notifications arrive and every 10 minutes
+	// otherwise (docs/design.md, "Wake-up on commit"). Called only with a
+	// Listener that is a QueueWatcher (PgxListener is).
+	NotifyQueueUsage(ratio float64)
 	// JobDone is called after every run of a background job.
 	JobDone(JobInfo)
 }
@@ -107,6 +114,9 @@ func (NopHooks) BrokerOutage(string, bool, error) {}
 
 // StaleFinalize implements Hooks.
 func (NopHooks) StaleFinalize(string, int, int) {}
+
+// NotifyQueueUsage implements Hooks.
+func (NopHooks) NotifyQueueUsage(float64) {}
 
 // JobDone implements Hooks.
 func (NopHooks) JobDone(JobInfo) {}

@@ -14,10 +14,11 @@ import (
 )
 
 // listenerPingEvery is how long the listener waits for a notification
-// before it pings its connection: a peer that vanished without closing the
-// TCP connection would otherwise leave it deaf until TCP keepalive gives up
+// before it pings its connection (or, watching the queue, reads its usage,
+// which pings it too): a peer that vanished without closing the TCP
+// connection would otherwise leave it deaf until TCP keepalive gives up
 // (pgx's 5-minute keepalive, then the kernel's probes). Ten minutes keeps an
-// idle instance at six pings an hour (the idle budget: docs/design.md,
+// idle instance at six statements an hour (the idle budget: docs/design.md,
 // "Pacing"); the loops poll at their pace meanwhile, so a deaf listener
 // costs latency, never an event.
 const listenerPingEvery = 10 * time.Minute
@@ -34,6 +35,19 @@ type pgxListener struct{ pool *pgxpool.Pool }
 
 // Listen implements Listener.
 func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), notify func(string)) error {
+	return l.ListenAndWatch(ctx, channel, 0, ready, notify, nil)
+}
+
+// notifyQueueUsageSQL reads the usage of the server's notification queue.
+const notifyQueueUsageSQL = "SELECT pg_notification_queue_usage()"
+
+// ListenAndWatch implements QueueWatcher: the readings run on the
+// listening connection itself (no pool connection, no MaxConcurrentQueries
+// slot), between two waits; a notification that arrives meanwhile is
+// buffered by pgx and returned by the next wait. The reading after ten
+// minutes without a notification stands for the ping.
+func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every time.Duration,
+	ready func(), notify func(string), usage func(float64)) error {
 	pc, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("oncebox: listener: acquire a connection: %w", err)
@@ -48,16 +62,52 @@ func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), n
 		return fmt.Errorf("oncebox: listener: LISTEN %s: %w", channel, err)
 	}
 	ready()
+	var (
+		lastRead time.Time
+		heard    bool // a notification arrived since the last reading
+	)
+	read := func() error {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		var u float64
+		if err := conn.QueryRow(rctx, notifyQueueUsageSQL).Scan(&u); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("oncebox: listener: read the notification queue usage: %w", err)
+		}
+		lastRead, heard = time.Now(), false
+		usage(u)
+		return nil
+	}
+	if usage != nil {
+		if err := read(); err != nil {
+			return err
+		}
+	}
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, listenerPingEvery)
+		wait := listenerPingEvery
+		if usage != nil && heard {
+			if wait = every - time.Since(lastRead); wait <= 0 {
+				if err := read(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(waitCtx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.DeadlineExceeded) && usage != nil:
 			// pgconn keeps the connection after a timeout (it closes it on
-			// any other error), so a ping tells whether it is still alive.
+			// any other error); the reading tells whether it is still alive.
+			if err := read(); err != nil {
+				return err
+			}
+		case errors.Is(err, context.DeadlineExceeded):
 			pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err = conn.Ping(pingCtx)
 			cancel()
@@ -67,6 +117,7 @@ func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), n
 		case err != nil:
 			return fmt.Errorf("oncebox: listener: wait for a notification: %w", err)
 		default:
+			heard = true
 			notify(n.Payload)
 		}
 	}

@@ -387,6 +387,7 @@ func (p *Poller) pollDone(ctx context.Context, ec oncebox.EventConfig, out *outa
 		// limiter skipped because this one went out just before, and
 		// which committed after this poll's claim (publisher/notify.go).
 		*delay = min(*delay, ec.Polling.MinFixedDelay)
+		p.wakes.claimed(ec.EventType, r.claimed > 0) // wake.go: coalescing
 	}
 	switch {
 	case r.unavailable != nil && !errors.Is(r.unavailable, errClosing):

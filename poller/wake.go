@@ -2,8 +2,11 @@ package poller
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ThreeDotsLabs/watermill"
 
@@ -24,6 +27,41 @@ type Listener interface {
 	// after ready was called is delivered. notify and ready must not block.
 	Listen(ctx context.Context, channel string, ready func(), notify func(payload string)) error
 }
+
+// QueueWatcher is implemented by a Listener that can also read, on its
+// session, how full PostgreSQL's notification queue is
+// (pg_notification_queue_usage()). The queue is the server's, shared by
+// every channel; it drains as fast as its slowest listener reads, and a
+// session that ran LISTEN and sits in an open transaction reads nothing:
+// once the queue is full every transaction that ran NOTIFY fails at COMMIT.
+// The poller reports each reading to Hooks.NotifyQueueUsage and logs its
+// crossings (docs/design.md, "Wake-up on commit"). PgxListener implements
+// it.
+type QueueWatcher interface {
+	// ListenAndWatch is Listen, and also calls usage with a reading of the
+	// queue's usage (0 to 1): once ready was called, then at most once per
+	// every while notifications arrive, and at least once per ten minutes
+	// otherwise. usage must not block; nil reads nothing.
+	ListenAndWatch(ctx context.Context, channel string, every time.Duration,
+		ready func(), notify func(payload string), usage func(ratio float64)) error
+}
+
+// The notification queue's usage (QueueWatcher) is read at most once per
+// notifyQueueCheck while notifications arrive: a queue that a stuck
+// listener holds fills, at the publishers' limiter's cap, in an hour or more
+// (docs/design.md), so a minute is early enough, and it costs one statement
+// a minute on the listener's own connection.
+const notifyQueueCheck = time.Minute
+
+// The relay logs an ERROR once when the queue's usage reaches
+// notifyQueueHigh (where the publishers stop notifying, by default:
+// publisher.DefaultWakeQueueLimit) and an INFO once when it is back under
+// notifyQueueLow; between the two it stays quiet, so that a usage near one
+// threshold does not log at every reading.
+const (
+	notifyQueueHigh = 0.5
+	notifyQueueLow  = 0.25
+)
 
 // WakeHooks is implemented by a Hooks value that wants to know about the
 // wake-ups on commit; the poller checks for it with a type assertion, so
@@ -60,78 +98,157 @@ const (
 )
 
 // wakeBoard routes notifications to the loops. Configured types have a
-// channel from New on; a discovered type has one while its loop runs; the
-// discovery has one unless the event types are strict. Each channel holds
-// at most one pending wake-up: a loop that is busy when woken polls again
-// at once when it next sleeps, which is what the notification asks for (its
-// running claim may have started before the commit).
+// waker from New on; a discovered type has one while its loop runs; the
+// discovery has one unless the event types are strict. Each waker holds at
+// most one pending wake-up: a loop that is busy when woken polls again when
+// it next sleeps, which is what the notification asks for (its running
+// claim may have started before the commit), but no sooner than its
+// window allows (waker).
 type wakeBoard struct {
 	mu        sync.Mutex
-	loops     map[string]chan struct{}
-	discovery chan struct{} // nil in strict mode
+	loops     map[string]*waker
+	discovery *waker        // nil in strict mode
+	window    time.Duration // of a discovered type's loop: the defaults' min-fixed-delay
 }
 
-func newWakeBoard(configured []string, discovery bool) *wakeBoard {
-	b := &wakeBoard{loops: make(map[string]chan struct{}, len(configured))}
-	for _, t := range configured {
-		b.loops[t] = make(chan struct{}, 1)
-	}
-	if discovery {
-		b.discovery = make(chan struct{}, 1)
-	}
-	return b
+// waker is the wake-up of one loop (or of the discovery). It coalesces the
+// wake-driven polls that find nothing: after wakeEmptyRun wake-driven polls
+// in a row that claimed nothing, the next wake-up is held until window (the
+// loop's min-fixed-delay) has passed since the last one began; it is
+// remembered (the channel holds it) and served when the window ends. So a
+// flood of notifications (any role that can connect may NOTIFY the
+// channel) costs at most wakeEmptyRun + elapsed/window empty polls, a
+// genuine notification waits at most window, and under real traffic,
+// where a wake-driven poll claims the events that woke it, a commit is
+// relayed at once as before (a poll that claimed events ends the run). The
+// discovery's outcome is not reported: it is woken at most once per window
+// (real traffic of a type goes to its loop once it runs).
+type waker struct {
+	ch     chan struct{}
+	window time.Duration
+	// last is when the last wake-driven poll was let through, and empty
+	// how many wake-driven polls in a row claimed nothing (always
+	// wakeEmptyRun for the discovery); only the loop's goroutine
+	// (sleepOrWake, and pollDone through wakeBoard.claimed) reads and
+	// writes them.
+	last  time.Time
+	empty int
+	// urgent marks a wake-up of the relay's own (wakeAll: rows recovered,
+	// a listener reconnected), served at once and outside the window: no
+	// role outside the relay can cause one.
+	urgent atomic.Bool
 }
 
-func poke(ch chan struct{}) {
+// wakeEmptyRun is how many wake-driven polls in a row may claim nothing
+// before the next wake-up waits for the window. Two, not one: under real
+// traffic a notification that arrives while a poll runs is often for an
+// event that poll claimed, so the poll it wakes finds nothing; with one,
+// the next genuine commit would wait up to min-fixed-delay (measured at 300
+// events/s: p99 221ms against 24ms with no coalescing; see docs/design.md).
+const wakeEmptyRun = 2
+
+func newWaker(window time.Duration) *waker {
+	return &waker{ch: make(chan struct{}, 1), window: window}
+}
+
+// newDiscoveryWaker is the discovery's waker: every wake-driven discovery
+// query counts as empty, so it is woken at most once per window.
+func newDiscoveryWaker(window time.Duration) *waker {
+	w := newWaker(window)
+	w.empty = wakeEmptyRun
+	return w
+}
+
+// poke leaves a wake-up pending, unless one already is.
+func (w *waker) poke() {
 	select {
-	case ch <- struct{}{}:
+	case w.ch <- struct{}{}:
 	default: // a wake-up is already pending
 	}
 }
 
-// channel returns the wake channel of t's loop, nil if it has none.
-func (b *wakeBoard) channel(t string) chan struct{} {
+func newWakeBoard(configured map[string]time.Duration, discovery bool, window time.Duration) *wakeBoard {
+	b := &wakeBoard{loops: make(map[string]*waker, len(configured)), window: window}
+	for t, w := range configured {
+		b.loops[t] = newWaker(w)
+	}
+	if discovery {
+		b.discovery = newDiscoveryWaker(window)
+	}
+	return b
+}
+
+// channel returns the waker of t's loop, nil if it has none.
+func (b *wakeBoard) channel(t string) *waker {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.loops[t]
 }
 
-// wake wakes t's loop, else the discovery, else nothing.
+// wake wakes t's loop, else the discovery, else nothing. A payload that
+// cannot be an event type (empty, longer than oncebox.MaxEventTypeLength,
+// not UTF-8, with a NUL: the publisher refuses such a type, so it never
+// notifies one) wakes nothing: only a role that can NOTIFY the channel
+// sends it, and each would cost a discovery query.
 func (b *wakeBoard) wake(t string) WakeTarget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ch, ok := b.loops[t]; ok {
-		poke(ch)
+	if w, ok := b.loops[t]; ok {
+		w.poke()
 		return WokeLoop
 	}
-	if b.discovery != nil {
-		poke(b.discovery)
+	if b.discovery != nil && eventTypeName(t) {
+		b.discovery.poke()
 		return WokeDiscovery
 	}
 	return WokeNothing
 }
 
-// wakeAll wakes every loop and the discovery.
+// claimed records whether the wake-driven poll of t's loop claimed
+// events (pollDone, on the loop's goroutine): one that did ends the run of
+// empty ones.
+func (b *wakeBoard) claimed(t string, some bool) {
+	b.mu.Lock()
+	w := b.loops[t]
+	b.mu.Unlock()
+	switch {
+	case w == nil:
+	case some:
+		w.empty = 0
+	default:
+		w.empty++
+	}
+}
+
+// eventTypeName reports whether s can be an event type: the publisher's
+// rule (publisher.validateName).
+func eventTypeName(s string) bool {
+	return s != "" && len(s) <= oncebox.MaxEventTypeLength && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
+
+// wakeAll wakes every loop and the discovery at once, whatever their
+// windows (waker.urgent).
 func (b *wakeBoard) wakeAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, ch := range b.loops {
-		poke(ch)
+	for _, w := range b.loops {
+		w.urgent.Store(true)
+		w.poke()
 	}
 	if b.discovery != nil {
-		poke(b.discovery)
+		b.discovery.urgent.Store(true)
+		b.discovery.poke()
 	}
 }
 
-// add gives the discovered type t a wake channel for as long as its loop
-// runs.
+// add gives the discovered type t a waker for as long as its loop runs.
 func (b *wakeBoard) add(t string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.loops[t] = make(chan struct{}, 1)
+	b.loops[t] = newWaker(b.window)
 }
 
-// remove takes the channel of the discovered type t away when its loop has
+// remove takes the waker of the discovered type t away when its loop has
 // ended and the discovery has released the type. A wake-up still pending on
 // it is passed to the discovery. The interleaving this covers: the loop's
 // last poll claims nothing, a transaction commits, its notification is put
@@ -143,32 +260,91 @@ func (b *wakeBoard) add(t string) {
 func (b *wakeBoard) remove(t string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ch := b.loops[t]
+	w := b.loops[t]
 	delete(b.loops, t)
-	if len(ch) > 0 && b.discovery != nil {
-		poke(b.discovery)
+	if w != nil && len(w.ch) > 0 && b.discovery != nil {
+		b.discovery.poke()
 	}
 }
 
-// sleepOrWake waits d on c or until wake fires; ok is false when ctx
-// ended first, woken tells a wake-up from the end of the wait. A zero d does
-// not wait (and drops nothing: a pending wake-up stays for the next sleep).
-func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, wake <-chan struct{}) (ok, woken bool) {
+// sleepOrWake waits d on c or until w is woken; ok is false when ctx ended
+// first, woken tells a wake-up from the end of the wait. A zero d does not
+// wait (and drops nothing: a pending wake-up stays for the next sleep). A
+// nil w is never woken.
+//
+// A wake-up less than w.window after the last wake-driven poll, when the
+// last wakeEmptyRun of them claimed nothing, is held until that window
+// ends (or until d ends, if sooner: that poll was due anyway), then served
+// (waker). The relay's own wake-ups (wakeAll) are served at once and do
+// not count.
+func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker) (ok, woken bool) {
 	if ctx.Err() != nil {
 		return false, false
 	}
 	if d <= 0 {
 		return true, false
 	}
+	var wake chan struct{}
+	if w != nil {
+		wake = w.ch
+	}
+	start := c.Now()
 	t := clock.NewTimer(c, d)
-	defer t.Stop()
+	defer func() { t.Stop() }()
 	select {
 	case <-t.Chan():
 		return true, false
-	case <-wake:
-		return true, true
 	case <-ctx.Done():
 		return false, false
+	case <-wake:
+	}
+	t.Stop()
+	if !w.admit(ctx, c, d-c.Since(start)) {
+		return false, false
+	}
+	return true, true
+}
+
+// admit serves a wake-up just taken from w.ch, and reports false when ctx
+// ended while it was held. The caller's timer is stopped: one timer at a
+// time, so that a sleeping loop is one waiter of a fake clock.
+//
+// A wake-up less than w.window after the last wake-driven poll, when the
+// last wakeEmptyRun of them claimed nothing, is held until that window
+// ends (or for at most limit, if sooner: the poll is due then anyway), then
+// served. The relay's own wake-ups (wakeAll) are served at once.
+func (w *waker) admit(ctx context.Context, c oncebox.Clock, limit time.Duration) bool {
+	if w.urgent.Swap(false) {
+		w.drain()
+		return true
+	}
+	now := c.Now()
+	hold := min(w.last.Add(w.window).Sub(now), limit)
+	if !w.last.IsZero() && w.empty >= wakeEmptyRun && hold > 0 {
+		t := clock.NewTimer(c, hold)
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			// The wake-up is not served; the loop ends.
+			t.Stop()
+			return false
+		}
+		now = c.Now()
+	}
+	w.last = now
+	w.drain()
+	return true
+}
+
+// drain drops a wake-up left pending while a served one was held: its
+// transaction committed before the notification came, so before the poll
+// about to start, whose claim sees it. Kept, it would be served again at
+// once after that poll (and after a poll that claimed events, spend the
+// credit of the next real one).
+func (w *waker) drain() {
+	select {
+	case <-w.ch:
+	default:
 	}
 }
 
@@ -183,9 +359,30 @@ func (p *Poller) listenLoop(ctx context.Context) {
 	channel := dialects.NotifyChannel(p.d.Tables())
 	wh, _ := p.config.Hooks.(WakeHooks)
 	backoff := p.config.ListenerBackoff.Strategy()
+	high := false // the queue's usage reached notifyQueueHigh and has not fallen under notifyQueueLow
+	usage := func(ratio float64) {
+		p.config.Hooks.NotifyQueueUsage(ratio)
+		fields := watermill.LogFields{"usage": ratio}
+		switch {
+		case !high && ratio >= notifyQueueHigh:
+			high = true
+			p.logger.Error("PostgreSQL's notification queue is filling up: a session that ran LISTEN sits in an open transaction "+
+				"(pg_stat_activity: state 'idle in transaction', oldest xact_start). Publishers stop notifying at "+
+				"publisher.Config.WakeQueueLimit; when it is full every transaction that runs NOTIFY fails at COMMIT", nil, fields)
+		case high && ratio < notifyQueueLow:
+			high = false
+			p.logger.Info("PostgreSQL's notification queue has drained", fields)
+		}
+	}
+	listen := func(ctx context.Context, channel string, ready func(), notify func(string)) error {
+		if qw, ok := p.listener.(QueueWatcher); ok {
+			return qw.ListenAndWatch(ctx, channel, notifyQueueCheck, ready, notify, usage)
+		}
+		return p.listener.Listen(ctx, channel, ready, notify)
+	}
 	for sessions := 0; ; sessions++ {
 		up := false
-		err := p.listener.Listen(ctx, channel, func() {
+		err := listen(ctx, channel, func() {
 			up = true
 			p.logger.Debug("Listening for wake-ups on commit", watermill.LogFields{"channel": channel})
 			if wh != nil {
@@ -238,9 +435,13 @@ func (p *Poller) wakeOnCommit(db any, events []oncebox.EventConfig) (Listener, *
 			listener = defaultListener(db, p.d)
 		}
 	}
-	configured := make([]string, len(events))
-	for i, ec := range events {
-		configured[i] = ec.EventType
+	configured := make(map[string]time.Duration, len(events))
+	for _, ec := range events {
+		configured[ec.EventType] = ec.Polling.MinFixedDelay
 	}
-	return listener, newWakeBoard(configured, !p.config.Oncebox.Outbox.StrictEventTypes)
+	var window time.Duration // the defaults' min-fixed-delay
+	if defaults, err := p.config.Oncebox.Event(""); err == nil {
+		window = defaults.Polling.MinFixedDelay
+	}
+	return listener, newWakeBoard(configured, !p.config.Oncebox.Outbox.StrictEventTypes, window)
 }

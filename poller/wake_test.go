@@ -3,6 +3,7 @@ package poller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,19 @@ type wakeHooks struct {
 	ups   int
 	downs []error
 	woken []string // "type→target", in order
+	usage []float64
+}
+
+func (h *wakeHooks) NotifyQueueUsage(ratio float64) {
+	h.mu.Lock()
+	h.usage = append(h.usage, ratio)
+	h.mu.Unlock()
+}
+
+func (h *wakeHooks) readings() []float64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]float64(nil), h.usage...)
 }
 
 func (h *wakeHooks) Woken(eventType string, target poller.WakeTarget) {
@@ -294,4 +308,199 @@ func TestNoListenerOverDatabaseSQL(t *testing.T) {
 	ups, _, woken := h.state()
 	require.Zero(t, ups)
 	require.Empty(t, woken)
+}
+
+// notifyFlood sends n notifications on b's channel, each in a transaction
+// of its own (identical notifications of one transaction are folded), the
+// payload of the i-th being payload(i), and waits until the relay's
+// listener has received them all.
+func notifyFlood(t *testing.T, b *bundle, h *wakeHooks, n int, payload string) {
+	t.Helper()
+	_, _, before := h.state()
+	channel := dialects.NotifyChannel(b.schema.Dialect.Tables())
+	_, err := b.schema.Pool.Exec(context.Background(), fmt.Sprintf(`DO $$ BEGIN
+		FOR i IN 1..%d LOOP PERFORM pg_notify('%s', %s); COMMIT; END LOOP; END $$`, n, channel, payload))
+	require.NoError(t, err)
+	eventually(t, "every notification received", func() bool {
+		_, _, woken := h.state()
+		return len(woken) == len(before)+n
+	})
+}
+
+// Any role that can connect may NOTIFY the relay's channel: a flood of
+// notifications naming a configured type with nothing to relay costs at
+// most 2 + elapsed/min-fixed-delay wake-driven claims, and the
+// wake-ups that came inside the window are served at its end, not dropped;
+// a wake-driven claim that found events lets the next wake-up through at
+// once.
+func TestWakeUpFloodIsCoalescedPerMinFixedDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	p, err := poller.New(b.schema.Beginner, rec, b.strictConfig(h, "order-created"), nil)
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3) // the loop, recovery, clean-up
+
+	// The clock does not move: the first two wake-ups are served at once
+	// (two empty polls in a row are allowed: under real traffic a
+	// notification often names an event the running poll claimed), the
+	// 1,998 others wait for the end of the window.
+	notifyFlood(t, b, h, 2000, `'order-created'`)
+	ids := b.publish(t, b.clock, "order-created", 1) // woken inside the window too
+	eventually(t, "its notification", func() bool { _, _, w := h.state(); return len(w) == 2001 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	require.LessOrEqual(t, h.pollsOf("order-created"), 3, "the first poll and two wake-driven polls")
+
+	// At the end of the window the remembered wake-up polls once, and finds
+	// the event.
+	b.clock.Advance(250 * time.Millisecond)
+	eventually(t, "the remembered wake-up is served", func() bool { return rec.deliveries()[ids[0]] == 1 })
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	require.LessOrEqual(t, h.pollsOf("order-created"), 4)
+
+	// That poll claimed an event: real traffic, so the next commit is
+	// relayed at once, the clock still frozen.
+	more := b.publish(t, b.clock, "order-created", 1)
+	eventually(t, "the next commit is relayed at once", func() bool { return rec.deliveries()[more[0]] == 1 })
+}
+
+// Payloads that cannot name an event type (longer than MaxEventTypeLength)
+// wake nothing; valid names of types nobody configured wake the discovery
+// at most once per min-fixed-delay of the defaults.
+func TestWakeUpFloodCostsTheDiscoveryNothingOrOneQueryPerMinFixedDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	cfg := b.config() // discovers every type besides its own
+	cfg.EventTypes = []string{"order-created"}
+	cfg.Hooks = h
+	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, nil)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "listener up, first polls done", func() bool {
+		ups, _, _ := h.state()
+		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
+
+	// Random payloads, 256 bytes and more: no event type is that long.
+	notifyFlood(t, b, h, 2000, `repeat(md5(random()::text), 8 + i % 3)`)
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.Equal(t, 1, h.pollsOf(poller.DiscoveryEventType), "no discovery query")
+	_, _, woken := h.state()
+	for _, w := range woken {
+		require.True(t, strings.HasSuffix(w, woke("", poller.WokeNothing)), w)
+	}
+
+	// Random valid names: one discovery query at once, one at the end of the
+	// window.
+	notifyFlood(t, b, h, 2000, `'rnd-' || md5(random()::text)`)
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.LessOrEqual(t, h.pollsOf(poller.DiscoveryEventType), 2)
+	b.clock.Advance(250 * time.Millisecond)
+	eventually(t, "the remembered wake-up is served", func() bool { return h.pollsOf(poller.DiscoveryEventType) >= 3 })
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	require.LessOrEqual(t, h.pollsOf(poller.DiscoveryEventType), 3)
+}
+
+// The relay reads the notification queue's usage on its listener's
+// connection once the LISTEN is in effect, and reports it to the hooks.
+func TestRelayReportsTheNotificationQueueUsage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	p, err := poller.New(b.schema.Beginner, newRecorder(), b.strictConfig(h, "order-created"), nil)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "a reading", func() bool { return len(h.readings()) == 1 })
+	u := h.readings()[0]
+	require.GreaterOrEqual(t, u, 0.0)
+	require.Less(t, u, 0.5)
+}
+
+// While notifications arrive, PgxListener reads the queue's usage at most
+// once per every, between two waits, and no notification is lost to a
+// reading.
+func TestPgxListenerReadsTheQueueUsageWhileNotified(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	qw, ok := poller.PgxListener(b.schema.Pool).(poller.QueueWatcher)
+	require.True(t, ok)
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu       sync.Mutex
+		payloads []string
+		readings int
+	)
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	channel := dialects.NotifyChannel(b.schema.Dialect.Tables())
+	go func() {
+		done <- qw.ListenAndWatch(ctx, channel, time.Millisecond, func() { close(ready) },
+			func(p string) { mu.Lock(); payloads = append(payloads, p); mu.Unlock() },
+			func(float64) { mu.Lock(); readings++; mu.Unlock() })
+	}()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	<-ready
+	for i := range 20 {
+		_, err := b.schema.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
+		require.NoError(t, err)
+	}
+	eventually(t, "every notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(payloads) == 20 })
+	mu.Lock()
+	defer mu.Unlock()
+	for i, p := range payloads {
+		require.Equal(t, fmt.Sprint(i), p)
+	}
+	require.GreaterOrEqual(t, readings, 2, "the first reading and at least one while notified")
+}
+
+// usageListener is a QueueWatcher reporting the readings the test gives it.
+type usageListener struct{ readings []float64 }
+
+func (l usageListener) Listen(context.Context, string, func(), func(string)) error {
+	panic("the poller calls ListenAndWatch")
+}
+
+func (l usageListener) ListenAndWatch(ctx context.Context, _ string, _ time.Duration, ready func(), _ func(string), usage func(float64)) error {
+	ready()
+	for _, u := range l.readings {
+		usage(u)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// The relay logs the queue filling up once when its usage reaches 50%, and
+// once when it is back under 25%, whatever the readings in between.
+func TestNotifyQueueCrossingsAreLoggedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	cfg := b.strictConfig(h, "order-created")
+	readings := []float64{0.1, 0.5, 0.7, 0.3, 0.6, 0.2, 0.1, 0.55}
+	cfg.Listener = usageListener{readings}
+	logger := watermill.NewCaptureLogger()
+	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, logger)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "every reading", func() bool { return len(h.readings()) == len(readings) })
+	require.Equal(t, readings, h.readings())
+	count := func(level watermill.LogLevel, prefix string) int {
+		n := 0
+		for _, m := range logger.Captured()[level] {
+			if strings.HasPrefix(m.Msg, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 2, count(watermill.ErrorLogLevel, "PostgreSQL's notification queue is filling up"), "at 0.5 and at 0.55")
+	require.Equal(t, 1, count(watermill.InfoLogLevel, "PostgreSQL's notification queue has drained"), "at 0.2")
 }

@@ -2,6 +2,7 @@ package publisher_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,4 +20,15 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 	err = publisher.Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{MaxPayloadSize: -1}}}.Validate()
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "publisher: Config.Oncebox: oncebox: config outbox.max-payload-size: must be > 0")
+}
+
+func TestConfigValidateNamesTheWakeQueueFields(t *testing.T) {
+	t.Parallel()
+	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	err = publisher.Config{Dialect: pg, WakeQueueLimit: 1.5, WakeQueueCheck: -time.Second}.Validate()
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "publisher: Config.WakeQueueLimit is 1.5: must be at most 1")
+	require.ErrorContains(t, err, "publisher: Config.WakeQueueCheck is -1s: must not be negative")
+	require.NoError(t, publisher.Config{Dialect: pg, WakeQueueLimit: -1}.Validate())
 }

@@ -2,15 +2,75 @@ package publisher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
 // DefaultWakeLimit is the default of Config.WakeLimit.
 const DefaultWakeLimit = 5 * time.Millisecond
+
+// DefaultWakeQueueLimit is the default of Config.WakeQueueLimit: the
+// publisher stops notifying once PostgreSQL's notification queue is half
+// full.
+const DefaultWakeQueueLimit = 0.5
+
+// DefaultWakeQueueCheck is the default of Config.WakeQueueCheck.
+const DefaultWakeQueueCheck = 10 * time.Second
+
+// queueUsageSQL reads how full PostgreSQL's notification queue is (0 to
+// 1). The queue is the cluster's, shared by every database and channel; it
+// drains only as fast as its slowest listener reads, and a listener that
+// sits in an open transaction reads nothing (docs/design.md, "Wake-up on
+// commit").
+const queueUsageSQL = "SELECT pg_notification_queue_usage()"
+
+// ReadQueueUsage is the default of Config.WakeQueueUsage: it reads
+// pg_notification_queue_usage() through tx, the transaction being
+// published in (a read-only function: no lock, no write).
+func ReadQueueUsage(ctx context.Context, tx sql.ContextExecutor) (float64, error) {
+	rows, err := tx.QueryContext(ctx, queueUsageSQL)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = rows.Close() }()
+	var usage float64
+	if !rows.Next() {
+		if r, ok := rows.(interface{ Err() error }); ok && r.Err() != nil {
+			return 0, r.Err()
+		}
+		return 0, errors.New("pg_notification_queue_usage() returned no row")
+	}
+	if err := rows.Scan(&usage); err != nil {
+		return 0, err
+	}
+	return usage, rows.Close()
+}
+
+// queueUsage is the process-wide cache of the notification queue's usage,
+// one reading per channel (the queue is the server's; keying by channel
+// keeps two servers apart unless they share the tables' names, and then it
+// reads one for the other for at most WakeQueueCheck). Like the limiter it
+// is shared by every Publisher of the process: a Publisher lives for one
+// transaction, and the reading must not cost one statement per transaction.
+var queueUsage = usageCache{readings: map[string]*usageReading{}}
+
+type usageCache struct {
+	mu       sync.Mutex
+	readings map[string]*usageReading
+}
+
+type usageReading struct {
+	at    time.Time // when the last reading was started
+	usage float64
+	full  bool // usage >= the limit at the last reading
+}
 
 // limiter is the process-wide limiter of wake-up notifications: every
 // Publisher of the process shares it, because a Publisher lives for one
@@ -46,7 +106,8 @@ func (l *notifyLimiter) allow(k notifyKey, now time.Time, window time.Duration) 
 
 // notify adds the wake-up notification of eventType to the transaction,
 // unless this Publisher already did (PostgreSQL would fold it anyway; this
-// saves the round trip), the dialect cannot, it is disabled, or the
+// saves the round trip), the dialect cannot, it is disabled, the
+// notification queue is WakeQueueLimit full (queueFull), or the
 // process-wide limiter says one went out less than WakeLimit ago.
 //
 // A skipped notification costs latency, never an event: the relay still
@@ -73,6 +134,15 @@ func (p *Publisher) notify(ctx context.Context, eventType string) error {
 	if q.SQL == "" {
 		return nil
 	}
+	full, err := p.queueFull(ctx, channel)
+	if err != nil {
+		// On PostgreSQL a failed statement aborts the transaction: report
+		// it like a failed insert.
+		return fmt.Errorf("oncebox: publish events of type %q: read the notification queue usage (publisher.Config.WakeQueueUsage): %w", eventType, err)
+	}
+	if full {
+		return nil
+	}
 	window := p.config.WakeLimit
 	if window == 0 {
 		window = DefaultWakeLimit
@@ -92,4 +162,67 @@ func (p *Publisher) notify(ctx context.Context, eventType string) error {
 	p.notified[eventType] = true
 	p.notifiedMu.Unlock()
 	return nil
+}
+
+// queueFull reports whether the notification queue's usage, as last read
+// for channel, is at or above Config.WakeQueueLimit; it reads it again
+// (through Config.WakeQueueUsage) when the last reading started
+// WakeQueueCheck or more ago, in the one transaction that finds it so:
+// the others meanwhile use the last reading. The first reading of the
+// process is made by its first notifying transaction, counted as 0 by the
+// transactions that run beside it.
+//
+// Why: a full queue makes every transaction that ran NOTIFY fail at
+// COMMIT ("too many notifications in the NOTIFY queue"), so the wake-up, an
+// optimisation, would take the business writes down with it. A skipped
+// notification costs latency only: the relay still polls, at most
+// max-fixed-delay later.
+func (p *Publisher) queueFull(ctx context.Context, channel string) (bool, error) {
+	limit := p.config.WakeQueueLimit
+	if limit == 0 {
+		limit = DefaultWakeQueueLimit
+	}
+	if limit < 0 {
+		return false, nil
+	}
+	every := p.config.WakeQueueCheck
+	if every <= 0 {
+		every = DefaultWakeQueueCheck
+	}
+	now := p.config.Clock.Now()
+	queueUsage.mu.Lock()
+	r := queueUsage.readings[channel]
+	if r == nil {
+		r = &usageReading{}
+		queueUsage.readings[channel] = r
+	} else if now.Sub(r.at) < every && !now.Before(r.at) {
+		full := r.full
+		queueUsage.mu.Unlock()
+		return full, nil
+	}
+	r.at = now // this transaction reads; the others use the last reading
+	queueUsage.mu.Unlock()
+
+	read := p.config.WakeQueueUsage
+	if read == nil {
+		read = ReadQueueUsage
+	}
+	usage, err := read(ctx, p.db)
+	if err != nil {
+		return false, err
+	}
+	full := usage >= limit
+	queueUsage.mu.Lock()
+	was := r.full
+	r.usage, r.full = usage, full
+	queueUsage.mu.Unlock()
+	fields := watermill.LogFields{"channel": channel, "usage": usage, "limit": limit}
+	switch {
+	case full && !was:
+		p.logger.Error("PostgreSQL's notification queue is filling up (a listener sits in an open transaction?): "+
+			"wake-up notifications suspended, the relay polls at its pace", nil, fields)
+	case !full && was:
+		p.logger.Info("PostgreSQL's notification queue drained: wake-up notifications resumed", fields)
+	}
+	return full, nil
 }

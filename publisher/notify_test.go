@@ -2,6 +2,7 @@ package publisher_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,133 @@ func TestOneNotificationPerTypePerTransaction(t *testing.T) {
 	b.publishIn(t, off, true, "order-created")
 	b.publishIn(t, cfg, true, "marker")
 	require.Equal(t, "marker", next())
+}
+
+// fakeUsage is a Config.WakeQueueUsage reading a value the test sets, and
+// counting its readings.
+type fakeUsage struct {
+	mu       sync.Mutex
+	usage    float64
+	readings int
+}
+
+func (f *fakeUsage) set(u float64) { f.mu.Lock(); f.usage = u; f.mu.Unlock() }
+
+func (f *fakeUsage) read(context.Context, wsql.ContextExecutor) (float64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readings++
+	return f.usage, nil
+}
+
+func (f *fakeUsage) count() int { f.mu.Lock(); defer f.mu.Unlock(); return f.readings }
+
+// Above WakeQueueLimit of PostgreSQL's notification queue the publisher
+// adds no pg_notify (a full queue would fail every notifying transaction at
+// COMMIT); below it, it notifies again. The usage is read at most once per
+// WakeQueueCheck, not per transaction.
+func TestNoNotificationWhileTheQueueIsOverItsLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	next := b.listen(t)
+	usage := &fakeUsage{usage: publisher.DefaultWakeQueueLimit}
+	cfg := b.config
+	cfg.WakeQueueUsage = usage.read
+
+	b.trace.Reset()
+	b.publishIn(t, cfg, true, "order-created") // reads 0.5: at the limit
+	b.clock.Advance(time.Second)
+	b.publishIn(t, cfg, true, "invoice-paid") // the cached reading
+	require.Equal(t, 1, usage.count(), "one reading per WakeQueueCheck")
+	for _, s := range b.trace.Statements() {
+		require.NotEqual(t, "SELECT pg_notify($1, $2)", s)
+	}
+
+	usage.set(0.49)
+	b.clock.Advance(publisher.DefaultWakeQueueCheck - time.Second - time.Nanosecond)
+	b.publishIn(t, cfg, true, "order-created") // still the old reading
+	b.clock.Advance(time.Nanosecond)
+	b.publishIn(t, cfg, true, "marker") // reads 0.49: notifies again
+	require.Equal(t, 2, usage.count())
+	require.Equal(t, "marker", next(), "nothing was notified above the limit")
+
+	// A negative limit never reads the usage.
+	cfg.WakeQueueLimit = -1
+	usage.set(1)
+	b.clock.Advance(publisher.DefaultWakeQueueCheck)
+	b.publishIn(t, cfg, true, "order-created")
+	require.Equal(t, 2, usage.count())
+	require.Equal(t, "order-created", next())
+}
+
+// The default reading is pg_notification_queue_usage() through the
+// caller's transaction.
+func TestReadQueueUsageReadsThroughTheTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.inTx(t, false, func(tx pgx.Tx) error {
+		u, err := publisher.ReadQueueUsage(context.Background(), wsql.TxFromPgx(tx))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, u, 0.0)
+		require.Less(t, u, publisher.DefaultWakeQueueLimit)
+		return nil
+	}))
+}
+
+// PostgreSQL refuses PREPARE TRANSACTION in a transaction that ran NOTIFY,
+// so a publish in a transaction committed in two phases needs
+// DisableWakeOnCommit. Where the server has max_prepared_transactions = 0,
+// PREPARE TRANSACTION is refused whatever ran before it: the test then
+// checks that the refusal is that one, and that with the wake-up off no
+// pg_notify was run; it logs that the prepare itself was not tried.
+func TestTwoPhaseCommitNeedsTheWakeUpOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var maxPrepared int
+	require.NoError(t, b.schema.Pool.QueryRow(ctx, "SELECT current_setting('max_prepared_transactions')::int").Scan(&maxPrepared))
+	const disabled = "prepared transactions are disabled"
+
+	prepare := func(cfg publisher.Config, gid string) (notifies int, err error) {
+		tx, err := b.schema.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), cfg, nil)
+		require.NoError(t, err)
+		b.trace.Reset()
+		require.NoError(t, pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), []byte(`{}`))))
+		for _, s := range b.trace.Statements() {
+			if s == "SELECT pg_notify($1, $2)" {
+				notifies++
+			}
+		}
+		_, err = tx.Exec(ctx, "PREPARE TRANSACTION '"+gid+"'")
+		return notifies, err
+	}
+	gid := b.schema.Name + "-2pc"
+
+	// The wake-up on: the prepare is refused.
+	notifies, err := prepare(b.config, gid+"-on")
+	require.Equal(t, 1, notifies)
+	require.Error(t, err)
+	if maxPrepared > 0 {
+		require.ErrorContains(t, err, "cannot PREPARE a transaction that has executed LISTEN, UNLISTEN, or NOTIFY")
+	} else {
+		require.ErrorContains(t, err, disabled)
+	}
+
+	// The wake-up off: nothing notified, and the prepare goes through.
+	off := b.config
+	off.DisableWakeOnCommit = true
+	notifies, err = prepare(off, gid+"-off")
+	require.Zero(t, notifies)
+	if maxPrepared == 0 {
+		require.ErrorContains(t, err, disabled)
+		t.Logf("max_prepared_transactions = 0 on this server: PREPARE TRANSACTION is refused whatever the transaction ran; checked that no pg_notify ran with DisableWakeOnCommit")
+		return
+	}
+	require.NoError(t, err)
+	_, err = b.schema.Pool.Exec(ctx, "COMMIT PREPARED '"+gid+"-off'")
+	require.NoError(t, err)
+	require.Equal(t, 1, b.events(t))
 }

@@ -73,6 +73,12 @@ type Config struct {
 	// the type as soon as the transaction commits instead of at the end of
 	// its sleep (up to max-fixed-delay); see docs/design.md, "Wake-up on
 	// commit". MySQL/MariaDB and Oracle never notify. Default false (on).
+	//
+	// Set it for a transaction that is committed in two phases:
+	// PostgreSQL refuses PREPARE TRANSACTION in a transaction that ran
+	// NOTIFY ("cannot PREPARE a transaction that has executed LISTEN,
+	// UNLISTEN, or NOTIFY"). Config is a value: build one with it set for
+	// those transactions and keep the default for the others.
 	DisableWakeOnCommit bool
 	// WakeLimit is the least time between two wake-up notifications of one
 	// event type on one channel from this process (all the publishers of
@@ -82,6 +88,24 @@ type Config struct {
 	// Default 5ms (DefaultWakeLimit); negative: notify in every
 	// transaction.
 	WakeLimit time.Duration
+	// WakeQueueLimit is the usage of PostgreSQL's notification queue
+	// (pg_notification_queue_usage(), a share from 0 to 1) at and above
+	// which the publisher adds no wake-up notification: a full queue makes
+	// every transaction that ran NOTIFY fail at COMMIT, so the wake-up
+	// steps aside long before (a skipped notification costs latency only:
+	// the relay polls at its pace). Default 0.5 (DefaultWakeQueueLimit);
+	// negative: never read the usage; more than 1 is refused by Validate.
+	WakeQueueLimit float64
+	// WakeQueueCheck is how long one reading of the queue's usage is used:
+	// the process reads it at most once per WakeQueueCheck per channel, in
+	// the first transaction that notifies after that, never in every
+	// transaction. Default 10s (DefaultWakeQueueCheck).
+	WakeQueueCheck time.Duration
+	// WakeQueueUsage reads the queue's usage; tx is the transaction being
+	// published in. Default ReadQueueUsage (one
+	// SELECT pg_notification_queue_usage() through tx); tests pass a fake
+	// reading.
+	WakeQueueUsage func(ctx context.Context, tx sql.ContextExecutor) (float64, error)
 }
 
 // Publisher writes messages as outbox rows through the caller's transaction.
@@ -112,6 +136,14 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Dialect == nil {
 		errs = append(errs, fmt.Errorf("%w: publisher: Config.Dialect is nil", oncebox.ErrInvalidConfig))
+	}
+	if c.WakeQueueLimit > 1 {
+		errs = append(errs, fmt.Errorf("%w: publisher: Config.WakeQueueLimit is %v: must be at most 1 (a share of the notification queue), or negative to never read the usage",
+			oncebox.ErrInvalidConfig, c.WakeQueueLimit))
+	}
+	if c.WakeQueueCheck < 0 {
+		errs = append(errs, fmt.Errorf("%w: publisher: Config.WakeQueueCheck is %v: must not be negative (zero: %v)",
+			oncebox.ErrInvalidConfig, c.WakeQueueCheck, DefaultWakeQueueCheck))
 	}
 	if err := c.Oncebox.WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("publisher: Config.Oncebox: %w", err))

@@ -246,6 +246,7 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 type teeHooks [2]poller.Hooks
 
 func (t teeHooks) PollDone(i poller.PollInfo) { t[0].PollDone(i); t[1].PollDone(i) }
+func (t teeHooks) NotifyQueueUsage(r float64) { t[0].NotifyQueueUsage(r); t[1].NotifyQueueUsage(r) }
 func (t teeHooks) Sent(typ string, ids []oncebox.EventID) {
 	t[0].Sent(typ, ids)
 	t[1].Sent(typ, ids)
