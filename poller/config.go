@@ -59,9 +59,15 @@ type Config struct {
 	// MaxBatchesInFlight × batch-size rows per type. Default 3.
 	MaxBatchesInFlight int
 	// MaxConcurrentQueries bounds the goroutines that use a database
-	// connection at once. Default: Oncebox.ThreadPoolSize, or else 2 + n
-	// (5 + n with the DLQ) for n event types: one connection for each
-	// goroutine of the relay that may hold one.
+	// connection at once for the claims, finalizes, discovery and jobs.
+	// Default: Oncebox.ThreadPoolSize, or else 2 + n (5 + n with the DLQ)
+	// for n event types: one connection for each goroutine of the relay
+	// that may hold one. The heartbeat and the recovery take no slot: they
+	// run on one connection of their own, so that they never wait behind
+	// the claims and finalizes of busy types (a live instance whose
+	// heartbeat waited past HeartbeatTimeout would see its claims
+	// recovered by another). The relay so uses up to MaxConcurrentQueries
+	// + 1 connections (+ 1 for the Listener): size the pool for that.
 	MaxConcurrentQueries int
 	// IsUnavailable tells whether a publish error means the broker cannot be
 	// reached: the batch is then released without counting an attempt and

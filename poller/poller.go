@@ -417,7 +417,6 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	if err != nil {
 		return batch{}, err
 	}
-	now := p.config.Clock.Now().UTC()
 	var events []dialects.ClaimedEvent
 	// Once started, the claim is not cancelled by Close: a claim that
 	// committed but whose rows were never read would leave them IN_PROCESS
@@ -426,6 +425,11 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	claimCtx, cancel := p.finalizeCtx()
 	defer cancel()
 	err = p.withConn(claimCtx, func() error {
+		// claimed_at is the time of the claim, read once the slot is
+		// held: read before, a claim that waited for its slot behind
+		// busy types would be born as old as the wait, and recovered
+		// by another instance before this one's first heartbeat.
+		now := p.config.Clock.Now().UTC()
 		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
 			Instance: p.config.InstanceID, ByKey: ec.Ordered(), PerKey: p.perKey(ec.BatchSize),
