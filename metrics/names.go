@@ -31,6 +31,7 @@ const (
 	NameJobRunDuration          = "oncebox_job_run_duration_seconds"
 	NameJobRows                 = "oncebox_job_rows_total"
 	NameJobDelay                = "oncebox_job_delay_seconds"
+	NameRelayClockOffset        = "oncebox_relay_clock_offset_seconds"
 
 	NameInboxConsumed     = "oncebox_inbox_consumed_total"
 	NameInboxDuplicates   = "oncebox_inbox_duplicates_total"
@@ -56,7 +57,7 @@ const (
 var names = []string{
 	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
-	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay,
+	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay, NameRelayClockOffset,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,6 +31,7 @@ type PollerHooks struct {
 	claimed     *prometheus.CounterVec
 	pollDelay   *prometheus.GaugeVec
 	outage      *prometheus.GaugeVec
+	clockOffset prometheus.Gauge
 	jobs        *jobMetrics
 }
 
@@ -109,10 +111,12 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 			Help: "Current wait before the next poll of an event type."}, et),
 		outage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOutboxBrokerOutage,
 			Help: "1 while the broker of an event type is unavailable (its batches are released and it backs off), 0 once it is reached again."}, et),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameRelayClockOffset,
+			Help: "The relay's clock minus the database's, as last measured (at start and on every recovery run); 0 while the check is off (poller.Config.MaxClockOffset)."}),
 		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay, h.outage} {
+		h.claimed, h.pollDelay, h.outage, h.clockOffset} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -177,6 +181,11 @@ func (h *PollerHooks) StaleFinalize(eventType string, want, got int) {
 	if want > got {
 		h.stale.WithLabelValues(eventType).Add(float64(want - got))
 	}
+}
+
+// ClockOffset implements poller.Hooks.
+func (h *PollerHooks) ClockOffset(offset time.Duration) {
+	h.clockOffset.Set(offset.Seconds())
 }
 
 // JobDone implements poller.Hooks.

@@ -103,6 +103,9 @@ func (p *Poller) keepLoop(jobs, beats context.Context) {
 		delay = p.config.Heartbeat
 		fast  bool // holding claims, or a row IN_PROCESS was seen
 		beat  bool // a heartbeat row was written
+		// The clock check (clockcheck.go) rides on the recovery: its
+		// first statement reads the database's clock.
+		check = clockCheck{bound: p.config.MaxClockOffset}
 	)
 	for {
 		if !p.keepSleep(beats, jobs, &delay, &fast) {
@@ -124,9 +127,12 @@ func (p *Poller) keepLoop(jobs, beats context.Context) {
 			continue
 		}
 		start := p.config.Clock.Now()
-		rows, inProcess, err := p.recoverOnce(jobs)
+		rows, inProcess, reading, err := p.recoverOnce(jobs)
 		if err != nil {
 			inProcess = fast // the database did not say: keep the pace
+		}
+		if check.bound > 0 && !reading.db.IsZero() {
+			p.observe(&check, reading)
 		}
 		if rows > 0 {
 			// The recovered rows are PENDING again: the loops (and the
@@ -206,22 +212,26 @@ func (p *Poller) heartbeat(ctx context.Context) error {
 }
 
 // recoverOnce runs the recovery, JobBatchSize rows a statement, on the
-// keeper's own connection, and reports the rows recovered and whether any
-// row was IN_PROCESS.
-func (p *Poller) recoverOnce(ctx context.Context) (rows int, inProcess bool, err error) {
+// keeper's own connection, and reports the rows recovered, whether any row
+// was IN_PROCESS, and the database's clock as the first statement read it
+// (zero if none answered), between the relay's clock before and after.
+func (p *Poller) recoverOnce(ctx context.Context) (rows int, inProcess bool, reading clockReading, err error) {
 	limit := p.config.JobBatchSize
 	for ctx.Err() == nil {
 		now := p.config.Clock.Now().UTC()
-		n, in, err := p.d.RecoverStale(ctx, p.db, dialects.RecoverParams{Now: now,
+		n, in, dbNow, err := p.d.RecoverStale(ctx, p.db, dialects.RecoverParams{Now: now,
 			ClaimedBefore: now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime),
 			StaleBefore:   now.Add(-p.config.HeartbeatTimeout), Limit: limit})
+		if reading.db.IsZero() && !dbNow.IsZero() {
+			reading = clockReading{before: now, db: dbNow, after: p.config.Clock.Now()}
+		}
 		if err != nil {
-			return rows, inProcess, err
+			return rows, inProcess, reading, err
 		}
 		rows, inProcess = rows+n, inProcess || in
 		if n < limit {
-			return rows, inProcess, nil
+			return rows, inProcess, reading, nil
 		}
 	}
-	return rows, inProcess, ctx.Err()
+	return rows, inProcess, reading, ctx.Err()
 }

@@ -126,7 +126,12 @@ func (p *Poller) Run(ctx context.Context) error {
 	// migrated, a MySQL DSN without parseTime) is an error from Run, not a
 	// failure logged by every poll forever. Later failures are retried.
 	checkCtx, cancelCheck := p.finalizeCtx()
-	err := p.withConn(checkCtx, func() error { return dialects.CheckSchema(checkCtx, p.db, p.d) })
+	err := p.withConn(checkCtx, func() error {
+		if err := dialects.CheckSchema(checkCtx, p.db, p.d); err != nil {
+			return err
+		}
+		return p.clockAtStart(checkCtx) // clockcheck.go
+	})
 	cancelCheck()
 	if err != nil {
 		return fmt.Errorf("oncebox: poller cannot start: %w", err)
