@@ -107,7 +107,8 @@ type Config struct {
 	// instance's claims are still recovered after
 	// max-batch-processing-time. At least twice Heartbeat; instances'
 	// clocks must agree within HeartbeatTimeout − Heartbeat, or a live
-	// instance's claim may be sent twice (never lost). Default 12s, or
+	// instance's claim may be sent twice (never lost): MaxClockOffset
+	// checks it against the database's clock. Default 12s, or
 	// max-batch-processing-time when that is shorter.
 	HeartbeatTimeout time.Duration
 	// MaxClockOffset bounds how far this relay's clock (Clock) may be from

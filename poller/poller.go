@@ -98,8 +98,9 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 func (p *Poller) Running() chan struct{} { return p.running }
 
 // Run checks that the database can serve the relay (dialects.CheckSchema:
-// reachable, migrated, a MySQL DSN with parseTime) and returns an error if
-// not; then it starts the poll loops and the jobs and blocks until ctx is
+// reachable, migrated, a MySQL DSN with parseTime) and that the relay's
+// clock is within Config.MaxClockOffset of the database's, and returns an
+// error if not; then it starts the poll loops and the jobs and blocks until ctx is
 // cancelled or Close is called; then it stops claiming, lets batches in flight finish for
 // up to CloseTimeout, releases what is left and returns. It returns nil on a
 // clean stop. It may be called once.
