@@ -231,11 +231,17 @@ type Dialect interface {
 	// migration 3) only go by the first bound.
 	EventsRecoverStale(p RecoverParams) Query
 	// RecoverStale runs EventsRecoverStale and reports the rows it
-	// recovered and whether any row was IN_PROCESS (someone's claim is in
-	// flight, so the caller keeps watching): one statement on PostgreSQL;
-	// on MySQL and Oracle a plain-read probe, then the update only when a
-	// row is IN_PROCESS.
-	RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (recovered int, inProcess bool, err error)
+	// recovered, whether any row was IN_PROCESS (someone's claim is in
+	// flight, so the caller keeps watching) and the database's clock, in
+	// UTC, read by the first statement (for the relay's clock check,
+	// docs/design.md, "Clocks"): one statement on PostgreSQL; on MySQL and
+	// Oracle a plain-read probe, then the update only when a row is
+	// IN_PROCESS.
+	RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (recovered int, inProcess bool, dbNow time.Time, err error)
+
+	// DatabaseNow reads the database's current time, in UTC, as one row
+	// of one column (see DatabaseTime).
+	DatabaseNow() Query
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be

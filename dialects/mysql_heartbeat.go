@@ -33,10 +33,11 @@ func (d *MySQL) InstancesDeleteBefore(cutoff time.Time) Query {
 }
 
 // eventsInProcessProbe tells, without locking, whether any row is
-// IN_PROCESS: an idle recovery run stops there. Index: (status,
-// claimed_at), covering.
+// IN_PROCESS (an idle recovery run stops there), and reads the database's
+// clock in passing, for the relay's clock check: one row, always. Index:
+// (status, claimed_at), covering; EXISTS stops at the first row.
 func (d *MySQL) eventsInProcessProbe() Query {
-	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS' LIMIT 1"}
+	return Query{SQL: "SELECT " + mysqlNowUTC + ", EXISTS (SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS')"}
 }
 
 // EventsRecoverStale implements Dialect: EventsRecover's derived table
@@ -69,10 +70,11 @@ func (d *MySQL) EventsRecoverStale(p RecoverParams) Query {
 
 // RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
 // is IN_PROCESS, EventsRecoverStale in its own READ COMMITTED transaction.
-func (d *MySQL) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, error) {
-	if found, err := exists(ctx, db, d.eventsInProcessProbe()); err != nil || !found {
-		return 0, false, err
+func (d *MySQL) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, time.Time, error) {
+	dbNow, found, err := probeWithClock(ctx, db, d.Name(), d.eventsInProcessProbe())
+	if err != nil || !found {
+		return 0, false, dbNow, err
 	}
 	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))
-	return int(n), true, err
+	return int(n), true, dbNow, err
 }

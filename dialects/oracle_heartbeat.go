@@ -35,10 +35,13 @@ func (d *Oracle) InstancesDeleteBefore(cutoff time.Time) Query {
 }
 
 // eventsInProcessProbe tells, without locking, whether any row is
-// IN_PROCESS: an idle recovery run stops there. A plain read, so ROWNUM
-// is safe. Index: (status, claimed_at).
+// IN_PROCESS (an idle recovery run stops there; the scalar subquery is
+// NULL when none is), and reads the database's clock in passing, for the
+// relay's clock check: one row, always. A plain read, so ROWNUM is safe.
+// Index: (status, claimed_at).
 func (d *Oracle) eventsInProcessProbe() Query {
-	return Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS' AND ROWNUM = 1"}
+	return Query{SQL: "SELECT " + oracleNowUTC + ", (SELECT 1 FROM " + d.tables.Events +
+		" WHERE status = 'IN_PROCESS' AND ROWNUM = 1) FROM DUAL"}
 }
 
 // EventsRecoverStale implements Dialect: EventsRecover's shape (a
@@ -67,10 +70,11 @@ func (d *Oracle) EventsRecoverStale(p RecoverParams) Query {
 
 // RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
 // is IN_PROCESS, EventsRecoverStale in its own transaction.
-func (d *Oracle) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, error) {
-	if found, err := exists(ctx, db, d.eventsInProcessProbe()); err != nil || !found {
-		return 0, false, err
+func (d *Oracle) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, time.Time, error) {
+	dbNow, found, err := probeWithClock(ctx, db, d.Name(), d.eventsInProcessProbe())
+	if err != nil || !found {
+		return 0, false, dbNow, err
 	}
 	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))
-	return int(n), true, err
+	return int(n), true, dbNow, err
 }

@@ -35,7 +35,8 @@ func (d *PostgreSQL) InstancesDeleteBefore(cutoff time.Time) Query {
 
 // EventsRecoverStale implements Dialect: the recovery of EventsRecover with
 // the heartbeat bound added, and, in the same statement, whether any row is
-// IN_PROCESS (two columns: rows recovered, in process). The EXISTS reads
+// IN_PROCESS and the database's clock (three columns: rows recovered, in
+// process, clock_timestamp() for the relay's clock check). The EXISTS reads
 // the statement's snapshot, so a row it recovered counts as in process:
 // the caller then looks again soon, which it would anyway.
 //
@@ -61,26 +62,28 @@ func (d *PostgreSQL) EventsRecoverStale(p RecoverParams) Query {
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM recovered),
-       EXISTS (SELECT 1 FROM ` + d.tables.Events + ` WHERE status = 'IN_PROCESS')`,
+       EXISTS (SELECT 1 FROM ` + d.tables.Events + ` WHERE status = 'IN_PROCESS'),
+       ` + postgresNow,
 		Args: []any{p.Now, p.StaleBefore, p.ClaimedBefore, p.Limit},
 	}
 }
 
 // RecoverStale implements Dialect with the one statement of
 // EventsRecoverStale.
-func (d *PostgreSQL) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, error) {
+func (d *PostgreSQL) RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (int, bool, time.Time, error) {
 	q := d.EventsRecoverStale(p)
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
-		return 0, false, err
+		return 0, false, time.Time{}, err
 	}
 	defer rows.Close()
 	var n int64
 	var inProcess bool
+	var dbNow time.Time
 	if rows.Next() {
-		if err := rows.Scan(&n, &inProcess); err != nil {
-			return 0, false, fmt.Errorf("scan: %w", err)
+		if err := rows.Scan(&n, &inProcess, &dbNow); err != nil {
+			return 0, false, time.Time{}, fmt.Errorf("scan: %w", err)
 		}
 	}
-	return int(n), inProcess, rowsErr(rows)
+	return int(n), inProcess, dbNow.UTC(), rowsErr(rows)
 }

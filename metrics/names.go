@@ -32,6 +32,7 @@ const (
 	NameJobRows                 = "oncebox_job_rows_total"
 	NameJobDelay                = "oncebox_job_delay_seconds"
 	NameNotifyQueueUsage        = "oncebox_notify_queue_usage_ratio"
+	NameRelayClockOffset        = "oncebox_relay_clock_offset_seconds"
 
 	NameInboxConsumed     = "oncebox_inbox_consumed_total"
 	NameInboxDuplicates   = "oncebox_inbox_duplicates_total"
@@ -57,7 +58,7 @@ const (
 var names = []string{
 	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
-	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay, NameNotifyQueueUsage,
+	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay, NameNotifyQueueUsage, NameRelayClockOffset,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,

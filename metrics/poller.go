@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,6 +32,8 @@ type PollerHooks struct {
 	pollDelay   *prometheus.GaugeVec
 	outage      *prometheus.GaugeVec
 	notifyQueue prometheus.Gauge
+
+	clockOffset prometheus.Gauge
 	jobs        *jobMetrics
 }
 
@@ -112,10 +115,12 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 			Help: "1 while the broker of an event type is unavailable (its batches are released and it backs off), 0 once it is reached again."}, et),
 		notifyQueue: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameNotifyQueueUsage,
 			Help: "Usage of PostgreSQL's notification queue (0 to 1) as last read by the wake-up listener: at 1 every transaction that ran NOTIFY fails at COMMIT; publishers stop notifying at publisher.Config.WakeQueueLimit (0.5)."}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameRelayClockOffset,
+			Help: "The relay's clock minus the database's, as last measured (at start and on every recovery run); 0 while the check is off (poller.Config.MaxClockOffset)."}),
 		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay, h.outage, h.notifyQueue} {
+		h.claimed, h.pollDelay, h.outage, h.notifyQueue, h.clockOffset} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -184,6 +189,11 @@ func (h *PollerHooks) StaleFinalize(eventType string, want, got int) {
 
 // NotifyQueueUsage implements poller.Hooks.
 func (h *PollerHooks) NotifyQueueUsage(ratio float64) { h.notifyQueue.Set(ratio) }
+
+// ClockOffset implements poller.Hooks.
+func (h *PollerHooks) ClockOffset(offset time.Duration) {
+	h.clockOffset.Set(offset.Seconds())
+}
 
 // JobDone implements poller.Hooks.
 func (h *PollerHooks) JobDone(j poller.JobInfo) {

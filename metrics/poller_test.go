@@ -114,3 +114,16 @@ func TestPollerHooksDirectCalls(t *testing.T) {
 	_, err = metrics.NewInboxHooks(reg)
 	require.NoError(t, err)
 }
+
+// The relay's clock offset (poller.Hooks.ClockOffset) is a gauge in
+// seconds, the last reading.
+func TestPollerHooksClockOffset(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	h, err := metrics.NewPollerHooks(reg)
+	require.NoError(t, err)
+	require.Zero(t, mustValue(t, reg, metrics.NameRelayClockOffset, nil), "0 until measured")
+	h.ClockOffset(30 * time.Second)
+	h.ClockOffset(-1500 * time.Millisecond)
+	require.Equal(t, -1.5, mustValue(t, reg, metrics.NameRelayClockOffset, nil))
+}

@@ -61,9 +61,15 @@ type Config struct {
 	// MaxBatchesInFlight × batch-size rows per type. Default 3.
 	MaxBatchesInFlight int
 	// MaxConcurrentQueries bounds the goroutines that use a database
-	// connection at once. Default: Oncebox.ThreadPoolSize, or else 2 + n
-	// (5 + n with the DLQ) for n event types: one connection for each
-	// goroutine of the relay that may hold one.
+	// connection at once for the claims, finalizes, discovery and jobs.
+	// Default: Oncebox.ThreadPoolSize, or else 2 + n (5 + n with the DLQ)
+	// for n event types: one connection for each goroutine of the relay
+	// that may hold one. The heartbeat and the recovery take no slot: they
+	// run on one connection of their own, so that they never wait behind
+	// the claims and finalizes of busy types (a live instance whose
+	// heartbeat waited past HeartbeatTimeout would see its claims
+	// recovered by another). The relay so uses up to MaxConcurrentQueries
+	// + 1 connections (+ 1 for the Listener): size the pool for that.
 	MaxConcurrentQueries int
 	// IsUnavailable tells whether a publish error means the broker cannot be
 	// reached: the batch is then released without counting an attempt and
@@ -103,9 +109,27 @@ type Config struct {
 	// instance's claims are still recovered after
 	// max-batch-processing-time. At least twice Heartbeat; instances'
 	// clocks must agree within HeartbeatTimeout − Heartbeat, or a live
-	// instance's claim may be sent twice (never lost). Default 12s, or
+	// instance's claim may be sent twice (never lost): MaxClockOffset
+	// checks it against the database's clock. Default 12s, or
 	// max-batch-processing-time when that is shorter.
 	HeartbeatTimeout time.Duration
+	// MaxClockOffset bounds how far this relay's clock (Clock) may be from
+	// the database's. Staleness is judged with the writers' clocks
+	// (claimed_at and heartbeat_at are written with the clock of the
+	// instance that holds the claim and compared with the recovering
+	// instance's), so clocks that disagree by more than HeartbeatTimeout −
+	// Heartbeat can make a live instance's claim look dead. The relay
+	// measures its offset from the database's clock at Run (one statement)
+	// and on every recovery run (read by the recovery's own statement, no
+	// statement more), taking the middle of the round trip. Beyond the
+	// bound Run refuses to start, naming the offset; once running, an
+	// offset that crosses it is logged at ERROR once (and once more when
+	// it is back within), and every reading goes to Hooks.ClockOffset.
+	// Default (HeartbeatTimeout − Heartbeat)/2 (4.5s): each instance within
+	// half of it of the database keeps every two within it. Negative
+	// disables the check. With a Clock given (a test's fake clock, whose
+	// time is its own) the check is off unless MaxClockOffset is set.
+	MaxClockOffset time.Duration
 	// DLQTransfer paces the DLQ transfer, which a poll that marks a row
 	// FAILED also wakes at once. Default: min 10s, max 1h, ×2.
 	DLQTransfer Schedule
@@ -224,6 +248,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		}
 		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
 	}
+	realClock := c.Clock == nil
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -274,6 +299,12 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = min(defaultHeartbeat, c.HeartbeatTimeout/4)
+	}
+	if c.MaxClockOffset == 0 {
+		c.MaxClockOffset = -1 // a given clock's time is its own: no check
+		if realClock {
+			c.MaxClockOffset = (c.HeartbeatTimeout - c.Heartbeat) / 2
+		}
 	}
 	c.DLQTransfer = c.DLQTransfer.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})
 	c.DLQRetry = c.DLQRetry.WithDefaults(Schedule{Min: 10 * time.Second, Max: time.Hour, Multiplier: 2})

@@ -36,5 +36,9 @@
 // n + 5. Each holds at most one database connection at a time, so it uses
 // at most n + 2 connections, or n + 5 with the DLQ, which is the default of
 // Config.MaxConcurrentQueries (and of thread-pool-size); set lower, it bounds the database users
-// further. Sends do not hold a connection.
+// further. The heartbeat and recovery goroutine takes no
+// MaxConcurrentQueries slot: it has a connection of its own, so that a
+// live instance's heartbeat never waits behind busy types' claims and
+// finalizes. The pool needs MaxConcurrentQueries + 1 connections (+ 1 for
+// the wake-up listener on PostgreSQL). Sends do not hold a connection.
 package poller

@@ -83,6 +83,16 @@ func (c *claims) holding() bool {
 //
 // It is one goroutine, waiting on the clock as the recovery job always did,
 // so an idle poller has as many timers as before.
+//
+// Its statements (heartbeat, recovery, InstanceEnd) take no
+// MaxConcurrentQueries slot: they run one at a time on a connection of
+// their own, one more than MaxConcurrentQueries. Behind the claims and
+// finalizes of many busy types, whose statements queue for those slots
+// (FIFO), a heartbeat could wait past HeartbeatTimeout: the live
+// instance's claims would be recovered by another instance and sent
+// again, and every finalize refused as stale — a livelock (issue 21,
+// row 2). The keeper is one goroutine, so its own slot needs no
+// semaphore.
 func (p *Poller) keepLoop(jobs, beats context.Context) {
 	var (
 		idle = p.config.Recovery.Strategy()
@@ -93,6 +103,9 @@ func (p *Poller) keepLoop(jobs, beats context.Context) {
 		delay = p.config.Heartbeat
 		fast  bool // holding claims, or a row IN_PROCESS was seen
 		beat  bool // a heartbeat row was written
+		// The clock check (clockcheck.go) rides on the recovery: its
+		// first statement reads the database's clock.
+		check = clockCheck{bound: p.config.MaxClockOffset}
 	)
 	for {
 		if !p.keepSleep(beats, jobs, &delay, &fast) {
@@ -114,9 +127,12 @@ func (p *Poller) keepLoop(jobs, beats context.Context) {
 			continue
 		}
 		start := p.config.Clock.Now()
-		rows, inProcess, err := p.recoverOnce(jobs)
+		rows, inProcess, reading, err := p.recoverOnce(jobs)
 		if err != nil {
 			inProcess = fast // the database did not say: keep the pace
+		}
+		if check.bound > 0 && !reading.db.IsZero() {
+			p.observe(&check, reading)
 		}
 		if rows > 0 {
 			// The recovered rows are PENDING again: the loops (and the
@@ -186,36 +202,36 @@ func (p *Poller) keepSleep(beats, jobs context.Context, delay *time.Duration, fa
 }
 
 // heartbeat writes this instance's heartbeat, bounded by HeartbeatTimeout
-// (a later one would be worthless) and holding a connection slot.
+// (a later one would be worthless). It runs on the keeper's own
+// connection, outside the MaxConcurrentQueries slots (see keepLoop).
 func (p *Poller) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.config.HeartbeatTimeout)
 	defer cancel()
-	return p.withConn(ctx, func() error {
-		_, err := p.d.Exec(ctx, p.db, p.d.InstanceHeartbeat(p.config.InstanceID, p.config.Clock.Now().UTC()))
-		return err
-	})
+	_, err := p.d.Exec(ctx, p.db, p.d.InstanceHeartbeat(p.config.InstanceID, p.config.Clock.Now().UTC()))
+	return err
 }
 
-// recoverOnce runs the recovery, JobBatchSize rows a statement, holding a
-// connection slot, and reports the rows recovered and whether any row was
-// IN_PROCESS.
-func (p *Poller) recoverOnce(ctx context.Context) (rows int, inProcess bool, err error) {
+// recoverOnce runs the recovery, JobBatchSize rows a statement, on the
+// keeper's own connection, and reports the rows recovered, whether any row
+// was IN_PROCESS, and the database's clock as the first statement read it
+// (zero if none answered), between the relay's clock before and after.
+func (p *Poller) recoverOnce(ctx context.Context) (rows int, inProcess bool, reading clockReading, err error) {
 	limit := p.config.JobBatchSize
-	err = p.withConn(ctx, func() error {
-		for ctx.Err() == nil {
-			now := p.config.Clock.Now().UTC()
-			n, in, err := p.d.RecoverStale(ctx, p.db, dialects.RecoverParams{Now: now,
-				ClaimedBefore: now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime),
-				StaleBefore:   now.Add(-p.config.HeartbeatTimeout), Limit: limit})
-			if err != nil {
-				return err
-			}
-			rows, inProcess = rows+n, inProcess || in
-			if n < limit {
-				return nil
-			}
+	for ctx.Err() == nil {
+		now := p.config.Clock.Now().UTC()
+		n, in, dbNow, err := p.d.RecoverStale(ctx, p.db, dialects.RecoverParams{Now: now,
+			ClaimedBefore: now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime),
+			StaleBefore:   now.Add(-p.config.HeartbeatTimeout), Limit: limit})
+		if reading.db.IsZero() && !dbNow.IsZero() {
+			reading = clockReading{before: now, db: dbNow, after: p.config.Clock.Now()}
 		}
-		return ctx.Err()
-	})
-	return rows, inProcess, err
+		if err != nil {
+			return rows, inProcess, reading, err
+		}
+		rows, inProcess = rows+n, inProcess || in
+		if n < limit {
+			return rows, inProcess, reading, nil
+		}
+	}
+	return rows, inProcess, reading, ctx.Err()
 }

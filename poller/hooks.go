@@ -39,6 +39,11 @@ type Hooks interface {
 	NotifyQueueUsage(ratio float64)
 	// JobDone is called after every run of a background job.
 	JobDone(JobInfo)
+	// ClockOffset is called with each measure of this relay's clock
+	// against the database's (Config.MaxClockOffset): at Run and on every
+	// recovery run, while the check is on. offset is the relay's clock
+	// minus the database's: positive when the relay's is ahead.
+	ClockOffset(offset time.Duration)
 }
 
 // PollInfo describes one poll of an event type.
@@ -120,3 +125,6 @@ func (NopHooks) NotifyQueueUsage(float64) {}
 
 // JobDone implements Hooks.
 func (NopHooks) JobDone(JobInfo) {}
+
+// ClockOffset implements Hooks.
+func (NopHooks) ClockOffset(time.Duration) {}

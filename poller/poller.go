@@ -98,8 +98,9 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 func (p *Poller) Running() chan struct{} { return p.running }
 
 // Run checks that the database can serve the relay (dialects.CheckSchema:
-// reachable, migrated, a MySQL DSN with parseTime) and returns an error if
-// not; then it starts the poll loops and the jobs and blocks until ctx is
+// reachable, migrated, a MySQL DSN with parseTime) and that the relay's
+// clock is within Config.MaxClockOffset of the database's, and returns an
+// error if not; then it starts the poll loops and the jobs and blocks until ctx is
 // cancelled or Close is called; then it stops claiming, lets batches in flight finish for
 // up to CloseTimeout, releases what is left and returns. It returns nil on a
 // clean stop. It may be called once.
@@ -126,7 +127,12 @@ func (p *Poller) Run(ctx context.Context) error {
 	// migrated, a MySQL DSN without parseTime) is an error from Run, not a
 	// failure logged by every poll forever. Later failures are retried.
 	checkCtx, cancelCheck := p.finalizeCtx()
-	err := p.withConn(checkCtx, func() error { return dialects.CheckSchema(checkCtx, p.db, p.d) })
+	err := p.withConn(checkCtx, func() error {
+		if err := dialects.CheckSchema(checkCtx, p.db, p.d); err != nil {
+			return err
+		}
+		return p.clockAtStart(checkCtx) // clockcheck.go
+	})
 	cancelCheck()
 	if err != nil {
 		return fmt.Errorf("oncebox: poller cannot start: %w", err)
@@ -425,7 +431,6 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	if err != nil {
 		return batch{}, err
 	}
-	now := p.config.Clock.Now().UTC()
 	var events []dialects.ClaimedEvent
 	// Once started, the claim is not cancelled by Close: a claim that
 	// committed but whose rows were never read would leave them IN_PROCESS
@@ -434,6 +439,11 @@ func (p *Poller) claimBatch(ec oncebox.EventConfig) (batch, error) {
 	claimCtx, cancel := p.finalizeCtx()
 	defer cancel()
 	err = p.withConn(claimCtx, func() error {
+		// claimed_at is the time of the claim, read once the slot is
+		// held: read before, a claim that waited for its slot behind
+		// busy types would be born as old as the wait, and recovered
+		// by another instance before this one's first heartbeat.
+		now := p.config.Clock.Now().UTC()
 		var err error
 		events, err = p.claim(claimCtx, dialects.ClaimParams{EventType: ec.EventType, Limit: ec.BatchSize, Token: token, Now: now,
 			Instance: p.config.InstanceID, ByKey: ec.Ordered(), PerKey: p.perKey(ec.BatchSize),

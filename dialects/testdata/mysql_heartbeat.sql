@@ -12,7 +12,7 @@ DELETE FROM outbox_instances WHERE heartbeat_at < ?;
 -- args: [2026-11-30 11:55:00 +0000 UTC]
 
 -- RecoverStale probe: EventsInProcessProbe (plain read, idle runs end here)
-SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS' LIMIT 1;
+SELECT UTC_TIMESTAMP(6), EXISTS (SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS');
 -- args: []
 
 -- RecoverStale: EventsRecoverStale

@@ -610,7 +610,7 @@ DELETE FROM outbox_instances WHERE heartbeat_at < SYS_EXTRACT_UTC(:1)
 -- args: [2026-11-30T11:55:00Z]
 
 -- RecoverStale probe: EventsInProcessProbe (plain read, idle runs end here)
-SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS' AND ROWNUM = 1
+SELECT SYS_EXTRACT_UTC(SYSTIMESTAMP), (SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS' AND ROWNUM = 1) FROM DUAL
 /
 -- args: []
 

@@ -25,6 +25,7 @@ WITH recovered AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM recovered),
-       EXISTS (SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS');
+       EXISTS (SELECT 1 FROM outbox_events WHERE status = 'IN_PROCESS'),
+       clock_timestamp();
 -- args: [2026-11-30 12:00:00 +0000 UTC 2026-11-30 11:59:48 +0000 UTC 2026-11-30 11:55:00 +0000 UTC 1000]
 

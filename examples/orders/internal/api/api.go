@@ -268,3 +268,7 @@ func (t teeHooks) StaleFinalize(typ string, want, got int) {
 	t[1].StaleFinalize(typ, want, got)
 }
 func (t teeHooks) JobDone(j poller.JobInfo) { t[0].JobDone(j); t[1].JobDone(j) }
+func (t teeHooks) ClockOffset(offset time.Duration) {
+	t[0].ClockOffset(offset)
+	t[1].ClockOffset(offset)
+}
