@@ -69,7 +69,7 @@ const maxStackScan = 128
 // retryBelowInbox returns the name of a Retry frame between its caller and
 // the nearest inbox frame on the goroutine's stack, or "" if there is none.
 //
-// Retry runs its attempts on its own goroutine, calling the next handler
+// Retry runs its attempts in a loop (backoff.Retry), calling the next handler
 // again with the same message: from the inbox's side, the attempts cannot
 // be told apart (same message, same context, no call in between that the
 // inbox makes). Their stacks can: a handler that takes the inbox's
