@@ -12,6 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestMain checks that the package's own tests leave no goroutine, the
+// way a package that calls Exercise checks the suite's.
+func TestMain(m *testing.M) { VerifyTestMain(m) }
+
 // TestEveryTestIsListed fails when a test of the suite (a func testXxx(t
 // *testing.T, tg Target) of the package's files) is missing from tests, is
 // listed twice, or is listed under a name other than its TestXxx: a test
