@@ -2,7 +2,11 @@
 // database a live server is available for: PostgreSQL and MySQL/MariaDB
 // always (make services starts them), Oracle when ORACLE_DSN is set. The
 // conformance module runs the suite (dialecttest.Exercise) once per Target,
-// through Target.Suite; the core's own tests use New and Each.
+// through Target.Suite; the core's own tests use New and Each. Its Env is
+// the suite's (dialecttest.Env), so it imports dialecttest and through it
+// the components (poller, middleware, dlq, …): a test of one of those
+// packages that uses dbtest is an external test package (package poller_test),
+// as every one is today.
 //
 // It does not import the Oracle driver, so that the core module's tests do
 // not require go-ora (docs/modules.md): a test package that runs Oracle
