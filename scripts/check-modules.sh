@@ -77,7 +77,11 @@ MOD
 # command): today the root, publisher, poller, middleware, subscriber, dlq,
 # dialects, migrate, cache and whatever the core gains later. `go list ./...`
 # at the root stops at the nested modules.
-mapfile -t pkgs < <(cd "$root" && GOWORK=off "$GO" list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/')
+# dialects/dialecttest, the conformance suite, is test infrastructure (it
+# imports testing, testify and clockwork): not a package a service imports,
+# and none of the others may import it (checked below).
+testsupport="$core/dialects/dialecttest"
+mapfile -t pkgs < <(cd "$root" && GOWORK=off "$GO" list -f '{{if ne .Name "main"}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/' | grep -vFx "$testsupport")
 if [ "${#pkgs[@]}" -lt 8 ]; then
 	echo "check-modules: FAIL: found only ${#pkgs[@]} core packages: ${pkgs[*]}"
 	exit 1
@@ -97,7 +101,12 @@ for p in "${api[@]}"; do
 		mentioned+="    $p: $(grep -i clockwork <<<"$doc" | head -3 | sed 's/^[[:space:]]*//' | paste -sd';')"$'\n'
 	fi
 done
-imported="$( (cd "$root" && GOWORK=off "$GO" list -deps "${pkgs[@]}"; cd "$root/metrics" && GOWORK="$root/go.work" "$GO" list -deps .) | grep -Fx "$testlib" || true)"
+deps="$(cd "$root" && GOWORK=off "$GO" list -deps "${pkgs[@]}"; cd "$root/metrics" && GOWORK="$root/go.work" "$GO" list -deps .)"
+imported="$(grep -Fx "$testlib" <<<"$deps" || true)"
+if grep -qFx "$testsupport" <<<"$deps"; then
+	echo "check-modules: FAIL: a core package or metrics imports $testsupport (go list -deps): it is for tests only"
+	fail=1
+fi
 if [ -n "$mentioned" ] || [ -n "$imported" ]; then
 	[ -n "$mentioned" ] && printf 'check-modules: FAIL: go doc -all mentions clockwork (give the field an oncebox.Clock):\n%s' "$mentioned"
 	[ -n "$imported" ] && echo "check-modules: FAIL: a core package or metrics imports $testlib (go list -deps)"

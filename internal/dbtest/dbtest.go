@@ -1,7 +1,12 @@
 // Package dbtest gives tests a fresh, migrated set of oncebox tables on every
 // database a live server is available for: PostgreSQL and MySQL/MariaDB
 // always (make services starts them), Oracle when ORACLE_DSN is set. The
-// conformance suite runs each behaviour once per Target.
+// conformance module runs the suite (dialecttest.Exercise) once per Target,
+// through Target.Suite; the core's own tests use New and Each. Its Env is
+// the suite's (dialecttest.Env), so it imports dialecttest and through it
+// the components (poller, middleware, dlq, …): a test of one of those
+// packages that uses dbtest is an external test package (package poller_test),
+// as every one is today.
 //
 // It does not import the Oracle driver, so that the core module's tests do
 // not require go-ora (docs/modules.md): a test package that runs Oracle
@@ -29,7 +34,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/migrate"
+	"github.com/oncebox/watermill-oncebox/dialects/dialecttest"
 )
 
 // Target is one database the suite runs against.
@@ -109,31 +114,37 @@ func Each(t *testing.T, fn func(t *testing.T, tg Target)) {
 	}
 }
 
-// Env is a fresh set of oncebox tables on one target.
-type Env struct {
-	Target Target
-	// Dialect is the target's dialect, for Tables.
-	Dialect dialects.Dialect
-	// Tables are the qualified table names.
-	Tables dialects.Tables
-	// DB is a database/sql handle on the server (for PostgreSQL, pgx's
-	// stdlib over Pool).
-	DB *sql.DB
-	// Beginner is the handle the components take: pgx's pool for
-	// PostgreSQL, DB for the others.
-	Beginner wsql.Beginner
-	// Pool is PostgreSQL's pgx pool; nil on the other targets.
-	Pool *pgxpool.Pool
+// Env is a fresh set of oncebox tables on one target: the suite's
+// (dialecttest.Env).
+type Env = dialecttest.Env
+
+// Suite returns tg as the conformance suite's target
+// (dialecttest.Exercise): the same Name, Missing and tables.
+func (tg Target) Suite() dialecttest.Target {
+	st := dialecttest.Target{Name: tg.Name, Missing: tg.Missing, NewEmpty: tg.NewEmpty}
+	if tg.Name == "mysql" {
+		st.OpenScriptDB = tg.openMultiStatements
+	}
+	return st
+}
+
+// openMultiStatements opens a MySQL handle that runs a file of several
+// statements in one Exec, as the mysql client does.
+func (tg Target) openMultiStatements(t testing.TB) *sql.DB {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(tg.DSN)
+	require.NoError(t, err)
+	cfg.MultiStatements = true
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 // New returns an Env with migrated tables, removed at the end of the test.
 func (tg Target) New(t testing.TB) *Env {
 	t.Helper()
-	e := tg.NewEmpty(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	require.NoError(t, migrate.Migrate(ctx, e.Beginner, e.Dialect), "migrate %s", tg.Name)
-	return e
+	return tg.Suite().New(t)
 }
 
 // NewEmpty returns an Env whose tables do not exist yet.
@@ -145,7 +156,7 @@ func (tg Target) NewEmpty(t testing.TB) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	suffix := randomSuffix(t)
-	e := &Env{Target: tg}
+	e := &Env{Target: tg.Suite()}
 	var cfg oncebox.TablesConfig
 	switch tg.Name {
 	case "postgres":
@@ -220,35 +231,6 @@ func (tg Target) NewEmpty(t testing.TB) *Env {
 	return e
 }
 
-// P returns the placeholder of the n-th bind parameter, counting from 1.
-func (e *Env) P(n int) string { return e.Dialect.Features().Placeholder.Format(n) }
-
-// ID converts an event id to the argument the id columns take.
-func (e *Env) ID(id oncebox.EventID) any { return e.Dialect.EncodeID(id) }
-
-// Count returns the rows of table matching where (empty: all), whose
-// parameters are written with P.
-func (e *Env) Count(t testing.TB, table, where string, args ...any) int {
-	t.Helper()
-	q := "SELECT count(*) FROM " + table
-	if where != "" {
-		q += " WHERE " + where
-	}
-	var n int
-	require.NoError(t, e.DB.QueryRowContext(context.Background(), q, args...).Scan(&n), "%s", q)
-	return n
-}
-
-// Exec runs q and returns the rows it affected.
-func (e *Env) Exec(t testing.TB, q dialects.Query) int64 {
-	t.Helper()
-	res, err := e.DB.ExecContext(context.Background(), q.SQL, q.Args...)
-	require.NoError(t, err, "%s", q.SQL)
-	n, err := res.RowsAffected()
-	require.NoError(t, err)
-	return n
-}
-
 func randomSuffix(t testing.TB) string {
 	b := make([]byte, 6)
 	_, err := rand.Read(b)
@@ -259,13 +241,9 @@ func randomSuffix(t testing.TB) string {
 // Describe names the target and its server for failure messages.
 func (tg Target) Describe() string { return fmt.Sprintf("%s at %s", tg.Name, tg.DSN) }
 
-// Never fails t if cond holds within d, checking every 20ms. Unlike
-// require.Never it checks in the test's goroutine, so no check of a
-// database outlives the test and its schema (require.Never's condition
-// goroutine can, and then fails on a dropped table).
+// Never fails t if cond holds within d, checking every 20ms, in the
+// test's goroutine (dialecttest.Never).
 func Never(t testing.TB, cond func() bool, d time.Duration, what string) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		require.False(t, cond(), what)
-	}
+	dialecttest.Never(t, cond, d, what)
 }

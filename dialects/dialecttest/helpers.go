@@ -1,9 +1,4 @@
-// Package conformance_test is the behaviour suite of oncebox: every
-// guarantee of the publisher, the relay (claim, finalize, recovery, DLQ
-// transfers, clean-ups, lease), the inbox and the DLQ store, run once per
-// database with a live server (dbtest.Each). Each guarantee is tested by
-// injecting the failure it protects against.
-package conformance_test
+package dialecttest
 
 import (
 	"context"
@@ -20,7 +15,6 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
@@ -30,12 +24,12 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // suite is one test's database and fake clock.
 type suite struct {
-	*dbtest.Env
+	*Env
 	clock *clockwork.FakeClock
 }
 
 // setup marks the subtest parallel and gives it fresh, migrated tables.
-func setup(t *testing.T, tg dbtest.Target) *suite {
+func setup(t *testing.T, tg Target) *suite {
 	t.Helper()
 	t.Parallel()
 	return &suite{Env: tg.New(t), clock: clockwork.NewFakeClockAt(t0)}

@@ -1,4 +1,4 @@
-package conformance_test
+package dialecttest
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/stretchr/testify/require"
-
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 )
 
 // faultyDB is the real database with one injected fault: the first
@@ -78,35 +76,33 @@ func (t *faultyTx) QueryContext(ctx context.Context, query string, args ...any) 
 // A finalize lost with the database connection (the crash between the send
 // and the PROCESSED update) leaves the rows IN_PROCESS: the recovery sends
 // them again. A duplicate, never a loss, and no attempt counted.
-func TestLostFinalizeIsRecoveredAndResent(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		ids := s.publish(t, s.clock, "order-created", 4)
-		db := &faultyDB{Beginner: s.Beginner, match: func(q string) bool {
-			q = strings.TrimSpace(q)
-			return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
-		}}
-		db.fails.Store(1)
-		rec := newRecorder()
-		h := &hooks{}
-		cfg := s.pollerConfig("order-created")
-		cfg.Hooks = h
-		s.startPoller(t, db, rec, cfg)
+func testLostFinalizeIsRecoveredAndResent(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ids := s.publish(t, s.clock, "order-created", 4)
+	db := &faultyDB{Beginner: s.Beginner, match: func(q string) bool {
+		q = strings.TrimSpace(q)
+		return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
+	}}
+	db.fails.Store(1)
+	rec := newRecorder()
+	h := &hooks{}
+	cfg := s.pollerConfig("order-created")
+	cfg.Hooks = h
+	s.startPoller(t, db, rec, cfg)
 
-		require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
-		eventually(t, "the poll reported", func() bool { return len(h.Snapshot().Polls) > 0 })
-		require.Equal(t, 4, rec.delivered())
-		require.Equal(t, 4, s.status(t, "IN_PROCESS"), "the finalize was lost")
-		var pollErr error
-		for _, pi := range h.Snapshot().Polls {
-			pollErr = errors.Join(pollErr, pi.Err)
-		}
-		require.ErrorIs(t, pollErr, errInjected)
+	require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
+	eventually(t, "the poll reported", func() bool { return len(h.Snapshot().Polls) > 0 })
+	require.Equal(t, 4, rec.delivered())
+	require.Equal(t, 4, s.status(t, "IN_PROCESS"), "the finalize was lost")
+	var pollErr error
+	for _, pi := range h.Snapshot().Polls {
+		pollErr = errors.Join(pollErr, pi.Err)
+	}
+	require.ErrorIs(t, pollErr, errInjected)
 
-		stepUntil(t, s.clock, waitersPerPoller, time.Second, 15*time.Minute, func() bool { return s.status(t, "PROCESSED") == 4 })
-		for _, id := range ids {
-			require.Len(t, rec.of(id), 2, "sent again after recovery")
-		}
-		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
-	})
+	stepUntil(t, s.clock, waitersPerPoller, time.Second, 15*time.Minute, func() bool { return s.status(t, "PROCESSED") == 4 })
+	for _, id := range ids {
+		require.Len(t, rec.of(id), 2, "sent again after recovery")
+	}
+	require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"))
 }

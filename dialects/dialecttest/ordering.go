@@ -1,4 +1,4 @@
-package conformance_test
+package dialecttest
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -98,68 +97,64 @@ func (s *suite) markFailed(t *testing.T, tok, id oncebox.EventID, status oncebox
 // next event of a key waits while its head is in flight or retrying, and
 // goes once the head is sent. A claim with a smaller batch takes heads in
 // (next_retry_at, id) order.
-func TestOrderedClaimTakesTheHeadOfEachKey(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		ids := s.publishKeys(t, "order-created", "A", "B", "A", "", "B", "A", "")
-		a1, b1, a2, n1, b2, a3, n2 := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]
-		// Another type's rows with the same key never hold these.
-		s.publishKeys(t, "order-paid", "A")
+func testOrderedClaimTakesTheHeadOfEachKey(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ids := s.publishKeys(t, "order-created", "A", "B", "A", "", "B", "A", "")
+	a1, b1, a2, n1, b2, a3, n2 := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]
+	// Another type's rows with the same key never hold these.
+	s.publishKeys(t, "order-paid", "A")
 
-		tok1, got := s.claimByKey(t, "order-created", 2, false)
-		require.Equal(t, []oncebox.EventID{a1, b1}, got, "the batch is full before the rows without a key")
-		tok2, got := s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, []oncebox.EventID{n1, n2}, got, "A and B are in flight: only the events without a key")
-		s.markProcessed(t, tok2, n1, n2)
-		_, got = s.claimByKey(t, "order-created", 10, false)
-		require.Empty(t, got)
+	tok1, got := s.claimByKey(t, "order-created", 2, false)
+	require.Equal(t, []oncebox.EventID{a1, b1}, got, "the batch is full before the rows without a key")
+	tok2, got := s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, []oncebox.EventID{n1, n2}, got, "A and B are in flight: only the events without a key")
+	s.markProcessed(t, tok2, n1, n2)
+	_, got = s.claimByKey(t, "order-created", 10, false)
+	require.Empty(t, got)
 
-		// A's head is sent; B's fails and waits 10s for its retry.
-		s.markProcessed(t, tok1, a1)
-		s.markFailed(t, tok1, b1, oncebox.StatusPending, s.clock.Now().Add(10*time.Second))
-		tok3, got := s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, []oncebox.EventID{a2}, got, "b2 waits behind its retrying head")
-		s.markProcessed(t, tok3, a2)
+	// A's head is sent; B's fails and waits 10s for its retry.
+	s.markProcessed(t, tok1, a1)
+	s.markFailed(t, tok1, b1, oncebox.StatusPending, s.clock.Now().Add(10*time.Second))
+	tok3, got := s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, []oncebox.EventID{a2}, got, "b2 waits behind its retrying head")
+	s.markProcessed(t, tok3, a2)
 
-		s.clock.Advance(10 * time.Second)
-		tok4, got := s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, []oncebox.EventID{b1, a3}, got, "the retry is due: B's head again, never b2 before it")
-		s.markProcessed(t, tok4, b1, a3)
-		_, got = s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, []oncebox.EventID{b2}, got)
-	})
+	s.clock.Advance(10 * time.Second)
+	tok4, got := s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, []oncebox.EventID{b1, a3}, got, "the retry is due: B's head again, never b2 before it")
+	s.markProcessed(t, tok4, b1, a3)
+	_, got = s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, []oncebox.EventID{b2}, got)
 }
 
 // A head released back to PENDING (a broker outage, a recovery) is the
 // head again: its successor never overtakes it. A head that comes back
 // while its successor is in flight (a DLQ retry keeps the event's id)
 // waits for that successor: one batch of a key in flight at a time.
-func TestOrderedClaimKeepsOneBatchOfAKeyInFlight(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		ids := s.publishKeys(t, "order-created", "A", "A", "A")
-		tok, got := s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, ids[:1], got)
-		n, err := s.Dialect.Exec(context.Background(), s.Beginner, s.Dialect.EventsRelease(tok, got, s.clock.Now()))
-		require.NoError(t, err)
-		require.EqualValues(t, 1, n)
-		tok, got = s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, ids[:1], got, "released, the head is claimed again")
-		s.markProcessed(t, tok, got...)
+func testOrderedClaimKeepsOneBatchOfAKeyInFlight(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ids := s.publishKeys(t, "order-created", "A", "A", "A")
+	tok, got := s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, ids[:1], got)
+	n, err := s.Dialect.Exec(context.Background(), s.Beginner, s.Dialect.EventsRelease(tok, got, s.clock.Now()))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	tok, got = s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, ids[:1], got, "released, the head is claimed again")
+	s.markProcessed(t, tok, got...)
 
-		// ids[1] is in flight when ids[0] comes back with its old id.
-		tok, got = s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, ids[1:2], got)
-		s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PENDING' WHERE id = "+s.P(1), s.ID(ids[0]))
-		_, got = s.claimByKey(t, "order-created", 10, false)
-		require.Empty(t, got, "the key's successor is in flight")
-		s.markProcessed(t, tok, ids[1])
-		tok, got = s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, ids[:1], got, "the event back in the outbox goes next, at its old place")
-		s.markProcessed(t, tok, got...)
-		_, got = s.claimByKey(t, "order-created", 10, false)
-		require.Equal(t, ids[2:], got)
-	})
+	// ids[1] is in flight when ids[0] comes back with its old id.
+	tok, got = s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, ids[1:2], got)
+	s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PENDING' WHERE id = "+s.P(1), s.ID(ids[0]))
+	_, got = s.claimByKey(t, "order-created", 10, false)
+	require.Empty(t, got, "the key's successor is in flight")
+	s.markProcessed(t, tok, ids[1])
+	tok, got = s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, ids[:1], got, "the event back in the outbox goes next, at its old place")
+	s.markProcessed(t, tok, got...)
+	_, got = s.claimByKey(t, "order-created", 10, false)
+	require.Equal(t, ids[2:], got)
 }
 
 // on-failure: skip lets the next event of a key go once its FAILED head is
@@ -167,50 +162,48 @@ func TestOrderedClaimKeepsOneBatchOfAKeyInFlight(t *testing.T) {
 // row waits for an operator. An operator's retry puts the event back at
 // its old place (its id is kept): it goes before the events that waited
 // behind it. A resolve releases the key.
-func TestOrderedClaimAfterAHeadFailed(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		ctx := context.Background()
-		st := s.store(t)
-		for _, block := range []bool{false, true} {
-			eventType := fmt.Sprintf("block-%v", block)
-			ids := s.publishKeys(t, eventType, "A", "A", "A", "B")
-			tok, got := s.claimByKey(t, eventType, 10, block)
-			require.Equal(t, []oncebox.EventID{ids[0], ids[3]}, got)
-			s.markProcessed(t, tok, ids[3])
-			s.markFailed(t, tok, ids[0], oncebox.StatusFailed, s.clock.Now())
+func testOrderedClaimAfterAHeadFailed(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ctx := context.Background()
+	st := s.store(t)
+	for _, block := range []bool{false, true} {
+		eventType := fmt.Sprintf("block-%v", block)
+		ids := s.publishKeys(t, eventType, "A", "A", "A", "B")
+		tok, got := s.claimByKey(t, eventType, 10, block)
+		require.Equal(t, []oncebox.EventID{ids[0], ids[3]}, got)
+		s.markProcessed(t, tok, ids[3])
+		s.markFailed(t, tok, ids[0], oncebox.StatusFailed, s.clock.Now())
 
-			_, got = s.claimByKey(t, eventType, 10, block)
-			if !block {
-				require.Equal(t, ids[1:2], got, "skip: the FAILED head does not hold its key")
-				require.Equal(t, 1, s.moveAll(t))
-				continue
-			}
-			require.Empty(t, got, "block: the FAILED head holds its key")
+		_, got = s.claimByKey(t, eventType, 10, block)
+		if !block {
+			require.Equal(t, ids[1:2], got, "skip: the FAILED head does not hold its key")
 			require.Equal(t, 1, s.moveAll(t))
-			_, got = s.claimByKey(t, eventType, 10, block)
-			require.Empty(t, got, "block: the head's DLQ row holds its key")
-
-			// The operator retries it: it comes back with its id, first.
-			require.NoError(t, st.SetStatus(ctx, ids[0], oncebox.DLQStatusToRetry))
-			_, got = s.claimByKey(t, eventType, 10, block)
-			require.Empty(t, got, "TO_RETRY still holds the key")
-			moved, err := s.Dialect.TransferDLQToOutbox(ctx, s.Beginner, s.clock.Now(), 100)
-			require.NoError(t, err)
-			require.Equal(t, 1, moved)
-			tok, got = s.claimByKey(t, eventType, 10, block)
-			require.Equal(t, ids[:1], got, "the retried event takes its old place, before those that waited")
-
-			// It fails for good again; this time the operator resolves it.
-			s.markFailed(t, tok, ids[0], oncebox.StatusFailed, s.clock.Now())
-			require.Equal(t, 1, s.moveAll(t))
-			_, got = s.claimByKey(t, eventType, 10, block)
-			require.Empty(t, got)
-			require.NoError(t, st.SetStatus(ctx, ids[0], oncebox.DLQStatusResolved))
-			_, got = s.claimByKey(t, eventType, 10, block)
-			require.Equal(t, ids[1:2], got, "resolved: the key goes on")
+			continue
 		}
-	})
+		require.Empty(t, got, "block: the FAILED head holds its key")
+		require.Equal(t, 1, s.moveAll(t))
+		_, got = s.claimByKey(t, eventType, 10, block)
+		require.Empty(t, got, "block: the head's DLQ row holds its key")
+
+		// The operator retries it: it comes back with its id, first.
+		require.NoError(t, st.SetStatus(ctx, ids[0], oncebox.DLQStatusToRetry))
+		_, got = s.claimByKey(t, eventType, 10, block)
+		require.Empty(t, got, "TO_RETRY still holds the key")
+		moved, err := s.Dialect.TransferDLQToOutbox(ctx, s.Beginner, s.clock.Now(), 100)
+		require.NoError(t, err)
+		require.Equal(t, 1, moved)
+		tok, got = s.claimByKey(t, eventType, 10, block)
+		require.Equal(t, ids[:1], got, "the retried event takes its old place, before those that waited")
+
+		// It fails for good again; this time the operator resolves it.
+		s.markFailed(t, tok, ids[0], oncebox.StatusFailed, s.clock.Now())
+		require.Equal(t, 1, s.moveAll(t))
+		_, got = s.claimByKey(t, eventType, 10, block)
+		require.Empty(t, got)
+		require.NoError(t, st.SetStatus(ctx, ids[0], oncebox.DLQStatusResolved))
+		_, got = s.claimByKey(t, eventType, 10, block)
+		require.Equal(t, ids[1:2], got, "resolved: the key goes on")
+	}
 }
 
 // Claimers racing on the same keys never hold two events of a key at
@@ -225,12 +218,10 @@ func TestOrderedClaimAfterAHeadFailed(t *testing.T) {
 // with the LEFT JOIN form; docs/ordering.md). With the NOT EXISTS probe
 // inside FOR UPDATE SKIP LOCKED, MariaDB 10.11 passed this test three
 // times: the test guards the form, it cannot tell the two apart there.
-func TestOrderedClaimersRacing(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		multi := raceOrderedClaimers(t, setup(t, tg), 20, 25, 6, 1,
-			func(rng *rand.Rand) (int, int) { return 1 + rng.IntN(8), 1 })
-		require.Zero(t, multi, "PerKey 1: one event of a key per claim")
-	})
+func testOrderedClaimersRacing(t *testing.T, tg Target) {
+	multi := raceOrderedClaimers(t, setup(t, tg), 20, 25, 6, 1,
+		func(rng *rand.Rand) (int, int) { return 1 + rng.IntN(8), 1 })
+	require.Zero(t, multi, "PerKey 1: one event of a key per claim")
 }
 
 // keyedLog is a message.Publisher that logs, per key, the event ids it
@@ -451,9 +442,7 @@ func (h *sentHooks) finalized(id oncebox.EventID) bool {
 //     of A's claims. A live relay's batch is never sent twice (its
 //     heartbeat keeps it its own);
 //   - no two sends of a key at once.
-func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) { orderedCrash(t, tg, false) })
-}
+func testOrderedRelayUnderFailuresAndACrash(t *testing.T, tg Target) { orderedCrash(t, tg, false) }
 
 // TestOrderedRelayUnderFailuresAndACrash, 100 keys × 30 events, with a
 // publisher that keeps the order of a key within a call (poller.KeyOrderKeeper, as the kafka
@@ -468,13 +457,13 @@ func TestOrderedRelayUnderFailuresAndACrash(t *testing.T) {
 // past an event that was finalized. So, per key: first deliveries strictly
 // increasing, never behind anything delivered before; resends strictly
 // increasing, each after every event of its key delivered once only.
-func TestOrderedRelaySeveralPerKeyUnderFailuresAndACrash(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) { orderedCrash(t, tg, true) })
+func testOrderedRelaySeveralPerKeyUnderFailuresAndACrash(t *testing.T, tg Target) {
+	orderedCrash(t, tg, true)
 }
 
 // orderedCrash is the test of TestOrderedRelayUnderFailuresAndACrash; keeper
 // gives the relays a poller.KeyOrderKeeper publisher.
-func orderedCrash(t *testing.T, tg dbtest.Target, keeper bool) {
+func orderedCrash(t *testing.T, tg Target, keeper bool) {
 	s := setup(t, tg)
 	keys, perKey := 200, 50 // the scale
 	if keeper {

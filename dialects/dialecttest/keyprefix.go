@@ -1,4 +1,4 @@
-package conformance_test
+package dialecttest
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -31,24 +30,22 @@ func (s *suite) claimPrefix(t *testing.T, eventType string, limit, perKey int) (
 // A claim takes up to PerKey of each key's first PENDING rows, in id
 // order, never a row with an earlier one of its key left behind; the rest
 // of a key waits until its batch is finalized.
-func TestOrderedClaimTakesKeyPrefixes(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		ids := s.publishKeys(t, "order-created", "A", "B", "A", "A", "B", "", "A")
-		a1, b1, a2, a3, b2, n1, a4 := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]
+func testOrderedClaimTakesKeyPrefixes(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ids := s.publishKeys(t, "order-created", "A", "B", "A", "A", "B", "", "A")
+	a1, b1, a2, a3, b2, n1, a4 := ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], ids[6]
 
-		tok1, got := s.claimPrefix(t, "order-created", 10, 2)
-		require.Equal(t, []oncebox.EventID{a1, b1, a2, b2, n1}, got, "two of each key, in id order, and the row without a key")
-		_, got = s.claimPrefix(t, "order-created", 10, 2)
-		require.Empty(t, got, "A and B are in flight: a3 and a4 wait")
-		s.markProcessed(t, tok1, a1, b1, a2, b2, n1)
+	tok1, got := s.claimPrefix(t, "order-created", 10, 2)
+	require.Equal(t, []oncebox.EventID{a1, b1, a2, b2, n1}, got, "two of each key, in id order, and the row without a key")
+	_, got = s.claimPrefix(t, "order-created", 10, 2)
+	require.Empty(t, got, "A and B are in flight: a3 and a4 wait")
+	s.markProcessed(t, tok1, a1, b1, a2, b2, n1)
 
-		tok2, got := s.claimPrefix(t, "order-created", 1, 10)
-		require.Equal(t, []oncebox.EventID{a3}, got, "a batch of one: the key's first row")
-		s.markProcessed(t, tok2, a3)
-		_, got = s.claimPrefix(t, "order-created", 10, 10)
-		require.Equal(t, []oncebox.EventID{a4}, got)
-	})
+	tok2, got := s.claimPrefix(t, "order-created", 1, 10)
+	require.Equal(t, []oncebox.EventID{a3}, got, "a batch of one: the key's first row")
+	s.markProcessed(t, tok2, a3)
+	_, got = s.claimPrefix(t, "order-created", 10, 10)
+	require.Equal(t, []oncebox.EventID{a4}, got)
 }
 
 // A head that failed comes due again with a later next_retry_at than its
@@ -58,43 +55,39 @@ func TestOrderedClaimTakesKeyPrefixes(t *testing.T) {
 // first version of the second claim design left such a key, and every
 // key whose rows filled the window, PENDING for good:
 // TestOrderedRelayUnderFailuresAndACrash stopped with 2,028 rows left.)
-func TestOrderedClaimTakesARetriedHeadBehindAFullWindow(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		keys := make([]string, 10)
-		for i := range keys {
-			keys[i] = "A"
-		}
-		ids := s.publishKeys(t, "order-created", append(keys, "B")...)
-		tok, got := s.claimPrefix(t, "order-created", 1, 1)
-		require.Equal(t, ids[:1], got)
-		s.markFailed(t, tok, ids[0], oncebox.StatusPending, s.clock.Now().Add(10*time.Second))
+func testOrderedClaimTakesARetriedHeadBehindAFullWindow(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	keys := make([]string, 10)
+	for i := range keys {
+		keys[i] = "A"
+	}
+	ids := s.publishKeys(t, "order-created", append(keys, "B")...)
+	tok, got := s.claimPrefix(t, "order-created", 1, 1)
+	require.Equal(t, ids[:1], got)
+	s.markFailed(t, tok, ids[0], oncebox.StatusPending, s.clock.Now().Add(10*time.Second))
 
-		tokB, got := s.claimPrefix(t, "order-created", 2, 1)
-		require.Equal(t, ids[10:], got, "A's head waits for its retry, its successors behind it; B, behind them, goes")
-		s.markProcessed(t, tokB, ids[10])
-		s.clock.Advance(20 * time.Second)
-		for _, perKey := range []int{1, 2} {
-			tok, got = s.claimPrefix(t, "order-created", 2, perKey)
-			require.Equal(t, ids[:1], got, "PerKey %d: the retried head, due again, before its successors", perKey)
-			s.markFailed(t, tok, ids[0], oncebox.StatusPending, s.clock.Now())
-		}
-		tok, got = s.claimPrefix(t, "order-created", 3, 3)
-		require.Equal(t, ids[:1], got, "the head alone: its successors sort before it, the window ends at them")
-		s.markProcessed(t, tok, ids[0])
-		_, got = s.claimPrefix(t, "order-created", 3, 3)
-		require.Equal(t, ids[1:4], got)
-	})
+	tokB, got := s.claimPrefix(t, "order-created", 2, 1)
+	require.Equal(t, ids[10:], got, "A's head waits for its retry, its successors behind it; B, behind them, goes")
+	s.markProcessed(t, tokB, ids[10])
+	s.clock.Advance(20 * time.Second)
+	for _, perKey := range []int{1, 2} {
+		tok, got = s.claimPrefix(t, "order-created", 2, perKey)
+		require.Equal(t, ids[:1], got, "PerKey %d: the retried head, due again, before its successors", perKey)
+		s.markFailed(t, tok, ids[0], oncebox.StatusPending, s.clock.Now())
+	}
+	tok, got = s.claimPrefix(t, "order-created", 3, 3)
+	require.Equal(t, ids[:1], got, "the head alone: its successors sort before it, the window ends at them")
+	s.markProcessed(t, tok, ids[0])
+	_, got = s.claimPrefix(t, "order-created", 3, 3)
+	require.Equal(t, ids[1:4], got)
 }
 
 // Claimers racing with PerKey > 1 never hold two batches of a key at once
 // and take each key's events in id order, each once.
-func TestOrderedPrefixClaimersRacing(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		multi := raceOrderedClaimers(t, setup(t, tg), 12, 20, 5, 2,
-			func(rng *rand.Rand) (int, int) { return 2 + rng.IntN(10), 1 + rng.IntN(4) })
-		require.Positive(t, multi, "some claims took several events of a key")
-	})
+func testOrderedPrefixClaimersRacing(t *testing.T, tg Target) {
+	multi := raceOrderedClaimers(t, setup(t, tg), 12, 20, 5, 2,
+		func(rng *rand.Rand) (int, int) { return 2 + rng.IntN(10), 1 + rng.IntN(4) })
+	require.Positive(t, multi, "some claims took several events of a key")
 }
 
 // raceOrderedClaimers publishes perKey events of each of keys keys, round
@@ -271,40 +264,38 @@ func (l *orderKeepingLog) publishCall(_ string, msgs []*message.Message) error {
 // Two relays on an ordered type, to a publisher that keeps a key's order
 // within a call: batches carry several events of a key, and the broker
 // sees each key's events once, in id order, no two calls of a key at once.
-func TestOrderedRelayToAnOrderKeepingPublisher(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const keys, perKey = 20, 25
-		var order []string
-		for range perKey {
-			for k := range keys {
-				order = append(order, fmt.Sprintf("key-%02d", k))
-			}
+func testOrderedRelayToAnOrderKeepingPublisher(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	const keys, perKey = 20, 25
+	var order []string
+	for range perKey {
+		for k := range keys {
+			order = append(order, fmt.Sprintf("key-%02d", k))
 		}
-		s.publishKeys(t, "order-created", order...)
-		log := &orderKeepingLog{keyedLog: newKeyedLog()}
-		for _, id := range []string{"A", "B"} {
-			c := fastPolling(s.pollerConfig("order-created"))
-			c.InstanceID = id
-			c.Oncebox.Outbox.Defaults.BatchSize = 40
-			c.Oncebox.Outbox.Defaults.Ordering = oncebox.OrderingKey
-			s.startPoller(t, nil, log, c)
+	}
+	s.publishKeys(t, "order-created", order...)
+	log := &orderKeepingLog{keyedLog: newKeyedLog()}
+	for _, id := range []string{"A", "B"} {
+		c := fastPolling(s.pollerConfig("order-created"))
+		c.InstanceID = id
+		c.Oncebox.Outbox.Defaults.BatchSize = 40
+		c.Oncebox.Outbox.Defaults.Ordering = oncebox.OrderingKey
+		s.startPoller(t, nil, log, c)
+	}
+	require.Eventually(t, func() bool { return s.status(t, "PROCESSED") == len(order) }, time.Minute, 10*time.Millisecond)
+	log.keyedLog.mu.Lock()
+	defer log.keyedLog.mu.Unlock()
+	require.Empty(t, log.keyedLog.violations)
+	require.Len(t, log.keyedLog.perKey, keys)
+	for k, got := range log.keyedLog.perKey {
+		require.Len(t, got, perKey, "%s: every event once", k)
+		for i := 1; i < len(got); i++ {
+			require.Negative(t, bytes.Compare(got[i-1][:], got[i][:]), "%s: %s after %s", k, got[i], got[i-1])
 		}
-		require.Eventually(t, func() bool { return s.status(t, "PROCESSED") == len(order) }, time.Minute, 10*time.Millisecond)
-		log.keyedLog.mu.Lock()
-		defer log.keyedLog.mu.Unlock()
-		require.Empty(t, log.keyedLog.violations)
-		require.Len(t, log.keyedLog.perKey, keys)
-		for k, got := range log.keyedLog.perKey {
-			require.Len(t, got, perKey, "%s: every event once", k)
-			for i := 1; i < len(got); i++ {
-				require.Negative(t, bytes.Compare(got[i-1][:], got[i][:]), "%s: %s after %s", k, got[i], got[i-1])
-			}
-		}
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		require.Positive(t, log.multi, "some calls carried several events of a key")
-	})
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	require.Positive(t, log.multi, "some calls carried several events of a key")
 }
 
 var (

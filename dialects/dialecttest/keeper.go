@@ -1,4 +1,4 @@
-package conformance_test
+package dialecttest
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -67,53 +66,51 @@ func (t *slowTx) QueryContext(ctx context.Context, query string, args ...any) (w
 // PROCESSED and delivered once, with no attempt counted.
 //
 // On the real clock: the contention is real time spent waiting for a slot.
-func TestSlowBusyRelayKeepsItsClaims(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const (
-			types   = 32
-			perType = 20
-		)
-		names := make([]string, types)
-		var ids []oncebox.EventID
-		for i := range names {
-			names[i] = fmt.Sprintf("busy-%02d", i)
-			ids = append(ids, s.publish(t, nil, names[i], perType)...)
-		}
-		live := func(c poller.Config) poller.Config {
-			c = fastPolling(c)
-			c.Heartbeat, c.HeartbeatTimeout = 250*time.Millisecond, time.Second
-			c.DisableWakeOnCommit = true
-			return c
-		}
+func testSlowBusyRelayKeepsItsClaims(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	const (
+		types   = 32
+		perType = 20
+	)
+	names := make([]string, types)
+	var ids []oncebox.EventID
+	for i := range names {
+		names[i] = fmt.Sprintf("busy-%02d", i)
+		ids = append(ids, s.publish(t, nil, names[i], perType)...)
+	}
+	live := func(c poller.Config) poller.Config {
+		c = fastPolling(c)
+		c.Heartbeat, c.HeartbeatTimeout = 250*time.Millisecond, time.Second
+		c.DisableWakeOnCommit = true
+		return c
+	}
 
-		hA := &hooks{}
-		cfgA := live(s.pollerConfig(names...))
-		cfgA.Oncebox.Outbox.Defaults.BatchSize = 10
-		cfgA.InstanceID, cfgA.Hooks, cfgA.MaxConcurrentQueries = "A", hA, 1
-		rec := newRecorder()
+	hA := &hooks{}
+	cfgA := live(s.pollerConfig(names...))
+	cfgA.Oncebox.Outbox.Defaults.BatchSize = 10
+	cfgA.InstanceID, cfgA.Hooks, cfgA.MaxConcurrentQueries = "A", hA, 1
+	rec := newRecorder()
 
-		hB := &hooks{}
-		cfgB := live(s.pollerConfig("idle"))
-		cfgB.InstanceID, cfgB.Hooks = "B", hB
-		s.startPoller(t, nil, newRecorder(), cfgB)
-		s.startPoller(t, &slowDB{Beginner: s.Beginner, delay: 25 * time.Millisecond}, rec, cfgA)
+	hB := &hooks{}
+	cfgB := live(s.pollerConfig("idle"))
+	cfgB.InstanceID, cfgB.Hooks = "B", hB
+	s.startPoller(t, nil, newRecorder(), cfgB)
+	s.startPoller(t, &slowDB{Beginner: s.Beginner, delay: 25 * time.Millisecond}, rec, cfgA)
 
-		start := time.Now()
-		require.Eventually(t, func() bool {
-			return s.status(t, "PROCESSED") == len(ids) || len(hA.Snapshot().Stale) > 0
-		}, 3*time.Minute, 20*time.Millisecond, "every event PROCESSED")
-		_, _, recoveredByB := runs(t, poller.JobRecovery, hB)
-		_, _, recoveredByA := runs(t, poller.JobRecovery, hA)
-		t.Logf("%s: %d events of %d types PROCESSED in %s (real clock); B's recovery ran %d times",
-			tg.Name, len(ids), types, time.Since(start).Round(time.Millisecond), len(hB.Snapshot().Jobs))
-		require.Empty(t, hA.Snapshot().Stale, "no finalize of the live relay is stale")
-		require.Zero(t, recoveredByB, "B's recovery took none of A's live claims")
-		require.Zero(t, recoveredByA, "nor did A's own")
-		require.Equal(t, len(ids), s.status(t, "PROCESSED"))
-		require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"), "no attempt counted")
-		for _, id := range ids {
-			require.Len(t, rec.of(id), 1, "event %s delivered once", id)
-		}
-	})
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		return s.status(t, "PROCESSED") == len(ids) || len(hA.Snapshot().Stale) > 0
+	}, 3*time.Minute, 20*time.Millisecond, "every event PROCESSED")
+	_, _, recoveredByB := runs(t, poller.JobRecovery, hB)
+	_, _, recoveredByA := runs(t, poller.JobRecovery, hA)
+	t.Logf("%s: %d events of %d types PROCESSED in %s (real clock); B's recovery ran %d times",
+		tg.Name, len(ids), types, time.Since(start).Round(time.Millisecond), len(hB.Snapshot().Jobs))
+	require.Empty(t, hA.Snapshot().Stale, "no finalize of the live relay is stale")
+	require.Zero(t, recoveredByB, "B's recovery took none of A's live claims")
+	require.Zero(t, recoveredByA, "nor did A's own")
+	require.Equal(t, len(ids), s.status(t, "PROCESSED"))
+	require.Zero(t, s.Count(t, s.Tables.Events, "retry_count <> 0"), "no attempt counted")
+	for _, id := range ids {
+		require.Len(t, rec.of(id), 1, "event %s delivered once", id)
+	}
 }

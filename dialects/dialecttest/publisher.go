@@ -1,0 +1,192 @@
+package dialecttest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/publisher"
+)
+
+type storedEvent struct {
+	EventType   string
+	Topic       string
+	Key         *string
+	MessageUUID string
+	Payload     []byte
+	Metadata    map[string]string
+	Status      string
+	RetryCount  int
+	NextRetryAt time.Time
+	CreatedAt   time.Time
+}
+
+func (s *suite) stored(t *testing.T, id oncebox.EventID) storedEvent {
+	t.Helper()
+	var e storedEvent
+	var meta []byte
+	require.NoError(t, s.DB.QueryRowContext(context.Background(),
+		`SELECT event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, next_retry_at, created_at
+		   FROM `+s.Tables.Events+` WHERE id = `+s.P(1), s.ID(id)).
+		Scan(&e.EventType, &e.Topic, &e.Key, &e.MessageUUID, &e.Payload, &meta, &e.Status, &e.RetryCount, &e.NextRetryAt, &e.CreatedAt))
+	require.NoError(t, json.Unmarshal(meta, &e.Metadata))
+	return e
+}
+
+func testPublisher(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	ctx := context.Background()
+	cfg := publisher.Config{Dialect: s.Dialect, Clock: s.clock}
+
+	t.Run("commit makes the row visible with every column", func(t *testing.T) {
+		msg := message.NewMessage("msg-1", []byte(`{"order":1}`))
+		msg.Metadata.Set("tenant", "acme")
+		msg.Metadata.Set("unicode", "zürich ✓")
+		oncebox.SetKey(msg, "order-1")
+		tx := s.begin(t)
+		pub, err := publisher.NewPublisher(tx, cfg, watermill.NopLogger{})
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("order-created", msg))
+		require.Zero(t, s.Count(t, s.Tables.Events, "message_uuid = "+s.P(1), "msg-1"), "invisible before the commit")
+		require.NoError(t, tx.Commit())
+
+		id, err := oncebox.EventIDOf(msg)
+		require.NoError(t, err)
+		e := s.stored(t, id)
+		require.Equal(t, "order-created", e.EventType)
+		require.Equal(t, "order-created", e.Topic, "without configuration the topic is the event type")
+		require.NotNil(t, e.Key)
+		require.Equal(t, "order-1", *e.Key)
+		require.Equal(t, "msg-1", e.MessageUUID)
+		require.Equal(t, []byte(`{"order":1}`), e.Payload)
+		require.Equal(t, "PENDING", e.Status)
+		require.Zero(t, e.RetryCount)
+		require.True(t, e.CreatedAt.Equal(t0), "created_at comes from the injected clock: %s", e.CreatedAt)
+		require.True(t, e.NextRetryAt.Equal(e.CreatedAt), "next_retry_at starts at created_at")
+		require.Equal(t, map[string]string{
+			"tenant": "acme", "unicode": "zürich ✓", oncebox.HeaderKey: "order-1",
+			oncebox.HeaderEventID: id.String(), oncebox.HeaderEventType: "order-created",
+		}, e.Metadata)
+	})
+
+	t.Run("rollback leaves nothing, database/sql too", func(t *testing.T) {
+		tx := s.begin(t)
+		pub, err := publisher.NewPublisher(tx, cfg, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("rolled-back", message.NewMessage("a", []byte("x")), message.NewMessage("b", []byte("y"))))
+		var n int
+		rows, err := tx.QueryContext(ctx, "SELECT count(*) FROM "+s.Tables.Events+" WHERE event_type = "+s.P(1), "rolled-back")
+		require.NoError(t, err)
+		require.True(t, rows.Next())
+		require.NoError(t, rows.Scan(&n))
+		require.NoError(t, rows.Close())
+		require.Equal(t, 2, n, "visible inside the transaction")
+		require.NoError(t, tx.Rollback())
+		require.Zero(t, s.Count(t, s.Tables.Events, "event_type = "+s.P(1), "rolled-back"))
+
+		// The same over a database/sql transaction.
+		stx, err := s.DB.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		pub, err = publisher.NewPublisher(wsql.TxFromStdSQL(stx), cfg, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("std", message.NewMessage("std-1", nil)))
+		require.NoError(t, stx.Commit())
+		stx, err = s.DB.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		pub, err = publisher.NewPublisher(wsql.TxFromStdSQL(stx), cfg, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("std", message.NewMessage("std-2", nil)))
+		require.NoError(t, stx.Rollback())
+		require.Equal(t, 1, s.Count(t, s.Tables.Events, "event_type = "+s.P(1), "std"))
+	})
+
+	t.Run("many events in one call, split past MaxRowsPerInsert, ids increasing", func(t *testing.T) {
+		n := 1000
+		if m := s.Dialect.MaxRowsPerInsert(); m < 20_000 {
+			n = m + 5
+		}
+		msgs := make([]*message.Message, n)
+		for i := range msgs {
+			msgs[i] = message.NewMessage(watermill.NewUUID(), []byte{byte(i), byte(i >> 8)})
+		}
+		tx := s.begin(t)
+		pub, err := publisher.NewPublisher(tx, cfg, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("bulk", msgs...))
+		require.NoError(t, tx.Commit())
+		require.Equal(t, n, s.Count(t, s.Tables.Events, "event_type = "+s.P(1), "bulk"))
+		var prev oncebox.EventID
+		for i, m := range msgs {
+			id, err := oncebox.EventIDOf(m)
+			require.NoError(t, err)
+			require.Equal(t, 7, id.Version(), "event %d", i)
+			require.Positive(t, strings.Compare(id.String(), prev.String()), "ids increase: event %d", i)
+			prev = id
+		}
+		last := msgs[n-1]
+		id, _ := oncebox.EventIDOf(last)
+		require.Equal(t, []byte(last.Payload), s.stored(t, id).Payload, "the last row of the second statement")
+	})
+
+	t.Run("bad input is named and nothing is written", func(t *testing.T) {
+		c := cfg
+		c.Oncebox.Outbox.MaxPayloadSize = 16
+		tx := s.begin(t)
+		defer func() { _ = tx.Rollback() }()
+		pub, err := publisher.NewPublisher(tx, c, nil)
+		require.NoError(t, err)
+		good := message.NewMessage("good", []byte("ok"))
+		for _, bad := range []struct {
+			topic string
+			msgs  []*message.Message
+			want  string
+		}{
+			{"bad", []*message.Message{good, message.NewMessage("big", make([]byte, 17))}, `message 1 (uuid "big"): payload is 17 bytes`},
+			{"bad", []*message.Message{good, nil}, "message 1 is nil"},
+			{"", []*message.Message{good}, "is empty"},
+			{"a\xffb", []*message.Message{good}, "not valid UTF-8"},
+		} {
+			err := pub.Publish(bad.topic, bad.msgs...)
+			require.ErrorIs(t, err, oncebox.ErrInvalidInput, bad.want)
+			require.ErrorContains(t, err, bad.want)
+		}
+		require.NoError(t, tx.Commit())
+		require.Zero(t, s.Count(t, s.Tables.Events, "message_uuid = "+s.P(1), "good"))
+	})
+
+	t.Run("a database error is returned and no id handed out", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		tx := s.begin(t)
+		defer func() { _ = tx.Rollback() }()
+		pub, err := publisher.NewPublisher(tx, cfg, nil)
+		require.NoError(t, err)
+		msg := message.NewMessage("cancelled", nil)
+		msg.SetContext(cctx)
+		cancel()
+		err = pub.Publish("t", msg)
+		require.ErrorContains(t, err, `publish 1 events of type "t"`)
+		require.Empty(t, msg.Metadata.Get(oncebox.HeaderEventID))
+	})
+
+	t.Run("not a transaction is refused unless opted in", func(t *testing.T) {
+		_, err := publisher.NewPublisher(s.Beginner, cfg, nil)
+		require.ErrorIs(t, err, oncebox.ErrNoTransaction)
+		require.ErrorContains(t, err, "AllowNonTransactionalDangerously")
+		_, err = publisher.NewPublisher(wsql.BeginnerFromStdSQL(s.DB), cfg, nil)
+		require.ErrorIs(t, err, oncebox.ErrNoTransaction)
+		c := cfg
+		c.AllowNonTransactionalDangerously = true
+		pub, err := publisher.NewPublisher(s.Beginner, c, nil)
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish("autocommit", message.NewMessage("a", nil)))
+		require.Equal(t, 1, s.Count(t, s.Tables.Events, "event_type = "+s.P(1), "autocommit"))
+	})
+}
