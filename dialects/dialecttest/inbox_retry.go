@@ -99,7 +99,8 @@ func testInboxRefusesARetryAnywhereInsideIt(t *testing.T, tg Target) {
 // builds the handler) used to refuse every message at full speed, for ever,
 // without a poison queue: the broker redelivered each refusal at once. Now
 // the message it was found on is refused, the inbox stops, and what comes
-// next is held, unacknowledged, until the router closes.
+// next is held, unacknowledged, until the router closes (here the test
+// closes it; a service closes it through OnMisuse).
 func testInboxMisusedWithoutAPoisonQueueDoesNotSpin(t *testing.T, tg Target) {
 	s := setupInbox(t, tg)
 	pubSub := gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{})
@@ -107,10 +108,7 @@ func testInboxMisusedWithoutAPoisonQueueDoesNotSpin(t *testing.T, tg Target) {
 	require.NoError(t, err)
 	misuse := make(chan error, 1)
 	in := s.inbox(t, func(cfg *middleware.InboxConfig) {
-		cfg.OnMisuse = func(err error) {
-			misuse <- err
-			_ = router.Close() // releases the held message
-		}
+		cfg.OnMisuse = func(err error) { misuse <- err }
 	})
 	var calls atomic.Int32
 	router.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc {
@@ -129,12 +127,19 @@ func testInboxMisusedWithoutAPoisonQueueDoesNotSpin(t *testing.T, tg Target) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("OnMisuse was not called")
 	}
+	// Stopped, the inbox holds the redelivered message: no refusal at full
+	// speed while the router runs. (Once the router closes, the held
+	// message's context ends and it is nacked; gochannel may redeliver it
+	// with its context already ended until its subscriber is closed: a few
+	// calls bounded by the close, not counted here.)
+	require.Never(t, func() bool { return calls.Load() > 2 }, 300*time.Millisecond, 10*time.Millisecond,
+		"refused once, then held while the router runs")
+	require.NoError(t, router.Close())
 	select {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the router did not stop")
 	}
-	require.LessOrEqual(t, calls.Load(), int32(2), "refused once, then held until the router closed")
 	require.Equal(t, 0, c.count(key))
 	require.Equal(t, 0, s.effects(t, key))
 	require.Equal(t, 0, s.recorded(t, key))
