@@ -86,6 +86,11 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 		}
 	}
 	for {
+		if ctx.Err() != nil {
+			// A reading cut short by ctx returns nil (read): without this
+			// check the loop would read again at once, for ever.
+			return nil
+		}
 		wait := listenerPingEvery
 		if usage != nil && heard {
 			if wait = every - time.Since(lastRead); wait <= 0 {
