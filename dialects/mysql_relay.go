@@ -79,7 +79,7 @@ func (d *MySQL) eventsClaimCandidates(p ClaimParams) Query {
 	// of the type (1,000,000 at 1,000 rows in flight, 1.2 s, measured):
 	// the (status, claimed_at) index reads the rows in flight only.
 	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "", " FORCE INDEX (outbox_events_claimed_idx)")
-	return Query{SQL: candidatesRead(ctes, cand, windowCut(d.tables, &b, p, limitClause)), Args: b.args}
+	return Query{SQL: candidatesRead(p, ctes, cand, windowCut(d.tables, &b, p, limitClause)), Args: b.args}
 }
 
 // eventsClaimWalk is the third statement of an ordered claim, run only

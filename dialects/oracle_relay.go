@@ -39,7 +39,7 @@ func (d *Oracle) eventsClaimLock(p ClaimParams) Query {
 func (d *Oracle) eventsClaimCandidates(p ClaimParams) Query {
 	var b binder
 	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "", "")
-	return b.query(candidatesRead(ctes, cand, windowCut(d.tables, &b, p, oracleFirstRows)))
+	return b.query(candidatesRead(p, ctes, cand, windowCut(d.tables, &b, p, oracleFirstRows)))
 }
 
 // eventsClaimWalk is the third statement of an ordered claim, run only

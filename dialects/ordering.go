@@ -292,8 +292,9 @@ func firstOf(orderLimit bool, col, from, where string) string {
 // with more than that many due rows of held keys ahead of the others, the
 // window yields nothing (a blocked key whose producer keeps writing gets
 // there by itself). So when the window's read was cut (the type has at
-// least keyScan(limit) due PENDING rows, windowCut) and the candidates are
-// fewer than limit, a second phase walks the type's KEYS instead of its
+// least keyScan(limit) due PENDING rows, windowCut), fewer than limit
+// keys are in flight (busyFew) and the candidates are fewer than limit,
+// a second phase walks the type's KEYS instead of its
 // rows, through the key index (migration 4), at most walkKeys(limit) of
 // them in key order from the first, and takes the head (first PENDING row
 // by id) of each key that is not busy and not already a candidate, when
@@ -310,13 +311,26 @@ func firstOf(orderLimit bool, col, from, where string) string {
 // walkKeys bounds the keys one walk reads.
 func walkKeys(limit int) int { return 10 * limit }
 
+// busyFew is the condition "fewer than limit keys of the type in flight",
+// the other gate of the walk: with a batch's worth of keys or more in
+// flight the relay is not starved, and the window moves as they are
+// finalized; walking then would probe every busy key at each claim
+// beside the batches in flight (the ordering bench's 1,000 keys at batch
+// 200: about 1,000 probes per such claim).
+func busyFew(p ClaimParams) string {
+	return `(SELECT COUNT(*) FROM busy) < ` + lit(p.Limit)
+}
+
 // windowCut writes the condition "the type has at least keyScan(limit)
 // due PENDING rows": the window's read was cut by its cap. An index range
-// read of at most keyScan(limit) entries of the claim index.
+// read of at most keyScan(limit) entries of the claim index; ORDER BY
+// keeps it there (without it PostgreSQL chose a sequential scan, which
+// reads the PROCESSED rows ahead of the first PENDING one).
 func windowCut(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string) string {
 	return `(SELECT COUNT(*) FROM (
         ` + firstRows(`SELECT 1 AS one FROM `+t.Events+` c
-         WHERE c.status = 'PENDING' AND c.event_type = `+b.p(p.EventType)+` AND c.next_retry_at <= `+b.t(p.Now), lit(keyScan(p.Limit))) + `) cc) >= ` + lit(keyScan(p.Limit))
+         WHERE c.status = 'PENDING' AND c.event_type = `+b.p(p.EventType)+` AND c.next_retry_at <= `+b.t(p.Now)+`
+         ORDER BY c.next_retry_at, c.id`, lit(keyScan(p.Limit))) + `) cc) >= ` + lit(keyScan(p.Limit))
 }
 
 // orderedWalk writes the walk's common table expressions (none on
@@ -454,13 +468,14 @@ func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) (out
 // candidatesRead is the first statement of an ordered claim on
 // MySQL/MariaDB and Oracle: the candidates (orderedCandidates) in
 // (next_retry_at, id) order, and a marker row of NULLs when the window's
-// read was cut (windowCut), so that the claim knows, without another round
+// read was cut (windowCut) and fewer than limit keys are busy (busyFew), so that the claim knows, without another round
 // trip, whether its walk may find more (queryCandidates).
-func candidatesRead(ctes, cand, cut string) string {
+func candidatesRead(p ClaimParams, ctes, cand, cut string) string {
 	return "WITH " + ctes + "\n" + cand + `
 UNION ALL
 SELECT NULL, NULL, NULL FROM DUAL
- WHERE ` + cut + `
+ WHERE ` + busyFew(p) + `
+   AND ` + cut + `
  ORDER BY next_retry_at, id`
 }
 

@@ -58,10 +58,11 @@ func (d *PostgreSQL) eventsClaimByKey(p ClaimParams) Query {
 	var b dollarBinder
 	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "MATERIALIZED ", "")
 	// The walk (orderedWalk) runs under a one-time filter: PostgreSQL
-	// evaluates its two scalar subqueries lazily, left to right, so a
+	// evaluates its scalar subqueries lazily, left to right, so a
 	// claim whose window yielded limit candidates counts them (cand0,
 	// materialized) and reads nothing more.
 	gate := `(SELECT COUNT(*) FROM cand0) < ` + lit(p.Limit) + `
+       AND ` + busyFew(p) + `
        AND ` + windowCut(d.tables, &b, p, limitClause)
 	walk, heads := orderedWalk(d.tables, &b, p, limitClause, true, gate, "cand0")
 	now, token, instance, limit := b.t(p.Now), b.p(d.EncodeID(p.Token)), b.p(nullable(p.Instance)), lit(p.Limit)

@@ -92,9 +92,11 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= 1
 UNION ALL
 SELECT NULL, NULL, NULL FROM DUAL
- WHERE (SELECT COUNT(*) FROM (
+ WHERE (SELECT COUNT(*) FROM busy) < 200
+   AND (SELECT COUNT(*) FROM (
         SELECT 1 AS one FROM outbox_events c
          WHERE c.status = 'PENDING' AND c.event_type = ? AND c.next_retry_at <= ?
+         ORDER BY c.next_retry_at, c.id
                         LIMIT 2000) cc) >= 2000
  ORDER BY next_retry_at, id;
 -- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC]
@@ -187,9 +189,11 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= 1
 UNION ALL
 SELECT NULL, NULL, NULL FROM DUAL
- WHERE (SELECT COUNT(*) FROM (
+ WHERE (SELECT COUNT(*) FROM busy) < 200
+   AND (SELECT COUNT(*) FROM (
         SELECT 1 AS one FROM outbox_events c
          WHERE c.status = 'PENDING' AND c.event_type = ? AND c.next_retry_at <= ?
+         ORDER BY c.next_retry_at, c.id
                         LIMIT 2000) cc) >= 2000
  ORDER BY next_retry_at, id;
 -- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC]

@@ -185,9 +185,11 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= 1
 UNION ALL
 SELECT NULL, NULL, NULL FROM DUAL
- WHERE (SELECT COUNT(*) FROM (
+ WHERE (SELECT COUNT(*) FROM busy) < 100
+   AND (SELECT COUNT(*) FROM (
         SELECT * FROM (SELECT 1 AS one FROM outbox_events c
-         WHERE c.status = 'PENDING' AND c.event_type = :8 AND c.next_retry_at <= SYS_EXTRACT_UTC(:9))
+         WHERE c.status = 'PENDING' AND c.event_type = :8 AND c.next_retry_at <= SYS_EXTRACT_UTC(:9)
+         ORDER BY c.next_retry_at, c.id)
                         WHERE ROWNUM <= 1000) cc) >= 1000
  ORDER BY next_retry_at, id
 /
@@ -280,9 +282,11 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE z.partition_key IS NULL OR z.rn <= 1
 UNION ALL
 SELECT NULL, NULL, NULL FROM DUAL
- WHERE (SELECT COUNT(*) FROM (
+ WHERE (SELECT COUNT(*) FROM busy) < 100
+   AND (SELECT COUNT(*) FROM (
         SELECT * FROM (SELECT 1 AS one FROM outbox_events c
-         WHERE c.status = 'PENDING' AND c.event_type = :14 AND c.next_retry_at <= SYS_EXTRACT_UTC(:15))
+         WHERE c.status = 'PENDING' AND c.event_type = :14 AND c.next_retry_at <= SYS_EXTRACT_UTC(:15)
+         ORDER BY c.next_retry_at, c.id)
                         WHERE ROWNUM <= 1000) cc) >= 1000
  ORDER BY next_retry_at, id
 /

@@ -91,9 +91,11 @@ walk (partition_key, n) AS (
                           AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
                         ORDER BY k.partition_key LIMIT 1), 1
      WHERE (SELECT COUNT(*) FROM cand0) < 200
+       AND (SELECT COUNT(*) FROM busy) < 200
        AND (SELECT COUNT(*) FROM (
         SELECT 1 AS one FROM outbox_events c
          WHERE c.status = 'PENDING' AND c.event_type = $10 AND c.next_retry_at <= $11
+         ORDER BY c.next_retry_at, c.id
                         LIMIT 2000) cc) >= 2000
     UNION ALL
     SELECT (SELECT k.partition_key FROM outbox_events k
@@ -255,9 +257,11 @@ walk (partition_key, n) AS (
                           AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
                         ORDER BY k.partition_key LIMIT 1), 1
      WHERE (SELECT COUNT(*) FROM cand0) < 200
+       AND (SELECT COUNT(*) FROM busy) < 200
        AND (SELECT COUNT(*) FROM (
         SELECT 1 AS one FROM outbox_events c
          WHERE c.status = 'PENDING' AND c.event_type = $16 AND c.next_retry_at <= $17
+         ORDER BY c.next_retry_at, c.id
                         LIMIT 2000) cc) >= 2000
     UNION ALL
     SELECT (SELECT k.partition_key FROM outbox_events k
