@@ -305,8 +305,9 @@ func firstOf(orderLimit bool, col, from, where string) string {
 // remains is more than walkKeys(limit) held keys before the healthy ones
 // in key order (docs/ordering.md, "Fairness"). It costs nothing in the
 // normal case: PostgreSQL evaluates its gate (one-time filter) only when
-// the candidates are short, MySQL/MariaDB and Oracle run it as a third
-// statement only then.
+// the candidates are short, and there approximates windowCut by "at
+// least limit due rows" (eventsClaimByKey); MySQL/MariaDB and Oracle run
+// it as a third statement only then.
 
 // walkKeys bounds the keys one walk reads.
 func walkKeys(limit int) int { return 10 * limit }
