@@ -17,6 +17,7 @@ func (d *MySQL) DLQTransferInsert(rows []EventRow, now time.Time) Query {
 }
 func (d *MySQL) DLQTransferSelect(limit int) Query         { return d.dLQTransferSelect(limit) }
 func (d *MySQL) EventsClaimCandidates(p ClaimParams) Query { return d.eventsClaimCandidates(p) }
+func (d *MySQL) EventsClaimWalk(p ClaimParams) Query       { return d.eventsClaimWalk(p) }
 func (d *MySQL) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	return d.eventsClaimLockCandidates(p, ids)
 }
@@ -54,6 +55,7 @@ func (d *Oracle) DLQTransferInsert(r EventRow, now time.Time) Query {
 func (d *Oracle) DLQTransferLock() Query                           { return d.dLQTransferLock() }
 func (d *Oracle) DLQTransferRearm(r EventRow, now time.Time) Query { return d.dLQTransferRearm(r, now) }
 func (d *Oracle) EventsClaimCandidates(p ClaimParams) Query        { return d.eventsClaimCandidates(p) }
+func (d *Oracle) EventsClaimWalk(p ClaimParams) Query              { return d.eventsClaimWalk(p) }
 func (d *Oracle) EventsClaimLock(p ClaimParams) Query              { return d.eventsClaimLock(p) }
 func (d *Oracle) EventsClaimLockCandidates(p ClaimParams, ids []oncebox.EventID) Query {
 	return d.eventsClaimLockCandidates(p, ids)

@@ -79,7 +79,18 @@ func (d *MySQL) eventsClaimCandidates(p ClaimParams) Query {
 	// of the type (1,000,000 at 1,000 rows in flight, 1.2 s, measured):
 	// the (status, claimed_at) index reads the rows in flight only.
 	ctes, cand := orderedCandidates(d.tables, &b, p, limitClause, true, "", " FORCE INDEX (outbox_events_claimed_idx)")
-	return Query{SQL: "WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id", Args: b.args}
+	return Query{SQL: candidatesRead(p, ctes, cand, windowCut(d.tables, &b, p, limitClause)), Args: b.args}
+}
+
+// eventsClaimWalk is the third statement of an ordered claim, run only
+// when eventsClaimCandidates reported its window cut and found fewer
+// candidates than p.Limit: the walk of the type's keys (orderedWalk), a
+// plain read like the candidates'. Index: (event_type, partition_key,
+// status) + id, a loose index scan ("Using index for group-by"), then
+// primary key lookups of the heads.
+func (d *MySQL) eventsClaimWalk(p ClaimParams) Query {
+	var b questionBinder
+	return Query{SQL: walkRead(d.tables, &b, p, limitClause, true, " FORCE INDEX (outbox_events_claimed_idx)"), Args: b.args}
 }
 
 // eventsClaimLockCandidates is the second statement of an ordered claim:
@@ -109,8 +120,19 @@ func (d *MySQL) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]C
 	var cands []candidate
 	if p.ByKey {
 		var err error
-		if cands, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil || len(cands) == 0 {
+		var cut bool
+		if cands, cut, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil {
 			return nil, mysqlHint(err)
+		}
+		if cut && len(cands) < p.Limit {
+			heads, _, err := queryCandidates(ctx, db, d.eventsClaimWalk(p))
+			if err != nil {
+				return nil, mysqlHint(err)
+			}
+			cands = appendWalked(cands, heads)
+		}
+		if len(cands) == 0 {
+			return nil, nil
 		}
 		lock = d.eventsClaimLockCandidates(p, candidateIDs(cands))
 	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {

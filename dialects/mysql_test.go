@@ -144,6 +144,8 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"Claim: EventsClaimUpdate", d.EventsClaimUpdate(p, ids)},
 		{"Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)", d.EventsClaimCandidates(ordered)},
 		{"Claim by key, on-failure block 1/3: EventsClaimCandidates", d.EventsClaimCandidates(blocking)},
+		{"Claim by key 1/3 (window cut, candidates short): EventsClaimWalk", d.EventsClaimWalk(ordered)},
+		{"Claim by key, on-failure block 1/3 (window cut, candidates short): EventsClaimWalk", d.EventsClaimWalk(blocking)},
 		{"Claim by key 2/3: EventsClaimLockCandidates", d.EventsClaimLockCandidates(ordered, ids)},
 		{"MarkProcessed: EventsMarkProcessed", d.EventsMarkProcessed(token, ids, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(token, ids)},

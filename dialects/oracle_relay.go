@@ -39,7 +39,19 @@ func (d *Oracle) eventsClaimLock(p ClaimParams) Query {
 func (d *Oracle) eventsClaimCandidates(p ClaimParams) Query {
 	var b binder
 	ctes, cand := orderedCandidates(d.tables, &b, p, oracleFirstRows, false, "", "")
-	return b.query("WITH " + ctes + "\n" + cand + "\n ORDER BY z.next_retry_at, z.id")
+	return b.query(candidatesRead(p, ctes, cand, windowCut(d.tables, &b, p, oracleFirstRows)))
+}
+
+// eventsClaimWalk is the third statement of an ordered claim, run only
+// when eventsClaimCandidates reported its window cut and found fewer
+// candidates than p.Limit: the walk of the type's keys (orderedWalk), a
+// recursive WITH jumping from key to key through (event_type,
+// partition_key, status, id) with MIN() (an INDEX RANGE SCAN (MIN/MAX)
+// per step), then one MIN() probe per key for its first PENDING row. A
+// plain read, so ROWNUM is safe.
+func (d *Oracle) eventsClaimWalk(p ClaimParams) Query {
+	var b binder
+	return b.query(walkRead(d.tables, &b, p, oracleFirstRows, false, ""))
 }
 
 // oracleFirstRows is "the first n rows of query": ROWNUM over the ordered

@@ -47,8 +47,19 @@ func (d *Oracle) Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]
 	var cands []candidate
 	if p.ByKey {
 		var err error
-		if cands, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil || len(cands) == 0 {
+		var cut bool
+		if cands, cut, err = queryCandidates(ctx, db, d.eventsClaimCandidates(p)); err != nil {
 			return nil, err
+		}
+		if cut && len(cands) < p.Limit {
+			heads, _, err := queryCandidates(ctx, db, d.eventsClaimWalk(p))
+			if err != nil {
+				return nil, err
+			}
+			cands = appendWalked(cands, heads)
+		}
+		if len(cands) == 0 {
+			return nil, nil
 		}
 		lock, limit = d.eventsClaimLockCandidates(p, candidateIDs(cands)), len(cands)
 	} else if due, err := exists(ctx, db, d.eventsClaimProbe(p)); err != nil || !due {

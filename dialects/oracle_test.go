@@ -150,6 +150,8 @@ func oracleStatements(d *dialects.Oracle) []namedQuery {
 		{"Claim 2/2: EventsClaimUpdate", d.EventsClaimUpdate(claim, []oncebox.EventID{id1, id2})},
 		{"Claim by key 1/3: EventsClaimCandidates (plain read, idle polls end here)", d.EventsClaimCandidates(ordered)},
 		{"Claim by key, on-failure block 1/3: EventsClaimCandidates", d.EventsClaimCandidates(blocking)},
+		{"Claim by key 1/3 (window cut, candidates short): EventsClaimWalk", d.EventsClaimWalk(ordered)},
+		{"Claim by key, on-failure block 1/3 (window cut, candidates short): EventsClaimWalk", d.EventsClaimWalk(blocking)},
 		{"Claim by key 2/3: EventsClaimLockCandidates (cursor)", d.EventsClaimLockCandidates(ordered, []oncebox.EventID{id1, id2})},
 		{"MarkProcessed 1/2: EventsMarkProcessed", d.EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(tok, []oncebox.EventID{id1, id2})},

@@ -68,9 +68,9 @@ import (
 // batch size whatever the backlog, a deep key included. The price of the
 // bound: while the first keyScan(limit) due rows all belong to held keys
 // (busy, waiting, blocked) or to keys past their PerKey rows,
-// the claim takes nothing, though rows of idle keys may wait beyond them;
-// they go once the busy batches are finalized (docs/ordering.md,
-// "Fairness").
+// the window yields nothing, though rows of idle keys may wait beyond
+// them; then the walk of the keys (orderedWalk) takes their heads, within
+// its own bound (docs/ordering.md, "Fairness").
 
 // keyScan bounds the due rows an ordered claim of limit rows reads to find
 // limit rows of keys neither busy nor waiting. PostgreSQL reads the
@@ -122,13 +122,7 @@ func orderedCandidates(t Tables, b claimBinder, p ClaimParams, firstRows func(qu
 	if _, pg := b.(*dollarBinder); pg {
 		heap = " AND b.next_retry_at IS NOT NULL"
 	}
-	typ := b.p(p.EventType)
-	ctes = `busy AS ` + materialized + `(
-    SELECT DISTINCT j.partition_key FROM (
-        SELECT i.partition_key FROM ` + t.Events + ` i` + inProcessHint + `
-         WHERE i.status = 'IN_PROCESS' AND i.event_type = ` + typ + ` AND i.partition_key IS NOT NULL
-         ORDER BY i.claimed_at) j
-),
+	ctes = busyCTE(t, b, p, materialized, inProcessHint) + `,
 waiting AS ` + materialized + `(
     SELECT DISTINCT y.partition_key FROM (
         ` + firstRows(`SELECT x.partition_key FROM `+t.Events+` x
@@ -243,14 +237,7 @@ wt AS ` + materialized + `(
 		if !p.BlockOnFailure {
 			return ""
 		}
-		return `
-       AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` f
-                        WHERE f.event_type = ` + b.p(p.EventType) + ` AND f.partition_key = ` + alias + `.partition_key
-                          AND f.status = 'FAILED' AND f.id < ` + alias + `.id)
-       AND NOT EXISTS (SELECT 1 FROM ` + t.DLQ + ` q
-                        WHERE q.event_type = ` + b.p(p.EventType) + ` AND q.partition_key = ` + alias + `.partition_key
-                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
-                          AND q.event_id < ` + alias + `.id)`
+		return blockFilter(t, b, p, alias)
 	}
 	cand = `SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
@@ -262,6 +249,30 @@ wt AS ` + materialized + `(
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= ` + lit(perKey)
 	return ctes, cand
+}
+
+// blockFilter is the condition (on-failure: block) that no FAILED row of
+// the type and key of the row alias, and no DLQ row of the publisher
+// waiting for an operator, precedes it.
+func blockFilter(t Tables, b claimBinder, p ClaimParams, alias string) string {
+	return `
+       AND NOT EXISTS (SELECT 1 FROM ` + t.Events + ` f
+                        WHERE f.event_type = ` + b.p(p.EventType) + ` AND f.partition_key = ` + alias + `.partition_key
+                          AND f.status = 'FAILED' AND f.id < ` + alias + `.id)
+       AND NOT EXISTS (SELECT 1 FROM ` + t.DLQ + ` q
+                        WHERE q.event_type = ` + b.p(p.EventType) + ` AND q.partition_key = ` + alias + `.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < ` + alias + `.id)`
+}
+
+// busyCTE is busy: the keys of the type with a row IN_PROCESS.
+func busyCTE(t Tables, b claimBinder, p ClaimParams, materialized, inProcessHint string) string {
+	return `busy AS ` + materialized + `(
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM ` + t.Events + ` i` + inProcessHint + `
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = ` + b.p(p.EventType) + ` AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+)`
 }
 
 // firstOf is the scalar subquery of the smallest col of from where where
@@ -276,6 +287,182 @@ func firstOf(orderLimit bool, col, from, where string) string {
 	return "(SELECT MIN(" + col + ") FROM " + from + "\n                        WHERE " + where + ")"
 }
 
+// The walk of the keys. The window reads at most keyScan(limit) due rows,
+// and rows of held keys (busy, waiting, blocked) count against that cap:
+// with more than that many due rows of held keys ahead of the others, the
+// window yields nothing (a blocked key whose producer keeps writing gets
+// there by itself). So when the window's read was cut (the type has at
+// least keyScan(limit) due PENDING rows, windowCut), fewer than limit
+// keys are in flight (busyFew) and the candidates are fewer than limit,
+// a second phase walks the type's KEYS instead of its
+// rows, through the key index (migration 4), at most walkKeys(limit) of
+// them in key order from the first, and takes the head (first PENDING row
+// by id) of each key that is not busy and not already a candidate, when
+// the head is due and (block) no FAILED or DLQ row of the key precedes it:
+// the key's prefix of one row, locked and re-checked like every
+// candidate. A key waiting for a retry has a head that is not due. The
+// walk does not resume where the previous claim stopped: the bound that
+// remains is more than walkKeys(limit) held keys before the healthy ones
+// in key order (docs/ordering.md, "Fairness"). It costs nothing in the
+// normal case: PostgreSQL evaluates its gate (one-time filter) only when
+// the candidates are short, and there approximates windowCut by "at
+// least limit due rows" (eventsClaimByKey); MySQL/MariaDB and Oracle run
+// it as a third statement only then.
+
+// walkKeys bounds the keys one walk reads.
+func walkKeys(limit int) int { return 10 * limit }
+
+// busyFew is the condition "fewer than limit keys of the type in flight",
+// the other gate of the walk: with a batch's worth of keys or more in
+// flight the relay is not starved, and the window moves as they are
+// finalized; walking then would probe every busy key at each claim
+// beside the batches in flight (the ordering bench's 1,000 keys at batch
+// 200: about 1,000 probes per such claim).
+func busyFew(p ClaimParams) string {
+	return `(SELECT COUNT(*) FROM busy) < ` + lit(p.Limit)
+}
+
+// windowCut writes the condition "the type has at least keyScan(limit)
+// due PENDING rows": the window's read was cut by its cap. An index range
+// read of at most keyScan(limit) entries of the claim index; ORDER BY
+// keeps it there (without it PostgreSQL chose a sequential scan, which
+// reads the PROCESSED rows ahead of the first PENDING one).
+func windowCut(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string) string {
+	return `(SELECT COUNT(*) FROM (
+        ` + firstRows(`SELECT 1 AS one FROM `+t.Events+` c
+         WHERE c.status = 'PENDING' AND c.event_type = `+b.p(p.EventType)+` AND c.next_retry_at <= `+b.t(p.Now)+`
+         ORDER BY c.next_retry_at, c.id`, lit(keyScan(p.Limit))) + `) cc) >= ` + lit(keyScan(p.Limit))
+}
+
+// orderedWalk writes the walk's common table expressions (none on
+// MySQL/MariaDB), to follow WITH (RECURSIVE on PostgreSQL) after busy
+// (busyCTE), and heads, the query of the walked heads (id, partition_key,
+// next_retry_at), at most limit of them, in (next_retry_at, id) order.
+// gate, when not empty, is the condition the walk's first step runs under
+// (PostgreSQL; MySQL/MariaDB and Oracle run the walk as its own
+// statement). exclude, when not empty, names a relation of candidates
+// (partition_key) whose keys the walk skips (PostgreSQL: the window's;
+// MySQL/MariaDB and Oracle drop them in Go, appendWalked).
+//
+// PostgreSQL and Oracle walk with a recursive common table expression:
+// each step one probe of the key index for the next key of the type
+// (ORDER BY … LIMIT 1 on PostgreSQL, MIN() on Oracle: an INDEX RANGE SCAN
+// (MIN/MAX)), then one probe for each key's first PENDING row.
+// MySQL/MariaDB read the keys with PENDING rows and each key's first
+// PENDING id in one loose index scan of (event_type, partition_key,
+// status) + id ("Using index for group-by", measured on MariaDB 10.11:
+// 1,002 entries read for 1,001 keys); status is bounded by BETWEEN, the
+// form that keeps MariaDB on the loose scan in EventsDueTypes.
+func orderedWalk(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string, orderLimit bool, gate, exclude string) (ctes, heads string) {
+	_, pg := b.(*dollarBinder)
+	_, my := b.(*questionBinder)
+	heap := ""
+	if pg {
+		heap = " AND b.next_retry_at IS NOT NULL"
+	}
+	excl := ""
+	if exclude != "" {
+		excl = `
+           AND v.partition_key NOT IN (SELECT x.partition_key FROM ` + exclude + ` x WHERE x.partition_key IS NOT NULL)`
+	}
+	var keys string
+	if my {
+		keys = `SELECT k.partition_key, MIN(k.id) AS head FROM ` + t.Events + ` k
+         WHERE k.event_type = ` + b.p(p.EventType) + ` AND k.partition_key IS NOT NULL AND k.status BETWEEN 'PENDING' AND 'PENDING'
+         GROUP BY k.event_type, k.partition_key, k.status
+         ORDER BY k.event_type, k.partition_key, k.status
+         LIMIT ` + lit(walkKeys(p.Limit))
+	} else {
+		from := ""
+		where := ""
+		if gate != "" {
+			where = "\n     WHERE " + gate
+		}
+		if !pg {
+			from = " FROM DUAL"
+		}
+		next := func(after string) string {
+			return firstOf(orderLimit, "k.partition_key", t.Events+" k", `k.event_type = `+b.p(p.EventType)+after+` AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')`)
+		}
+		if !pg {
+			ctes = `walk (partition_key, n) AS (
+    SELECT ` + next("") + `, 1` + from + where + `
+    UNION ALL
+    SELECT ` + next(" AND k.partition_key > wk.partition_key") + `, wk.n + 1
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < ` + lit(walkKeys(p.Limit)) + `
+)`
+		} else {
+			// PostgreSQL counts the keys that will yield a head (found)
+			// as it walks and stops at limit of them: a walk past one
+			// blocked key ahead of many healthy ones reads about limit
+			// keys, not walkKeys(limit). The head probe is made twice for
+			// a walked key (here and in keys below): one index probe.
+			hitNow, hitBlock := b.t(p.Now), ""
+			if p.BlockOnFailure {
+				hitBlock = blockFilter(t, b, p, "hh")
+			}
+			hit := `CASE WHEN wk.partition_key NOT IN (SELECT partition_key FROM busy)` + excl0(exclude, "wk") + `
+                AND EXISTS (SELECT 1 FROM ` + t.Events + ` hh
+                             WHERE hh.id = ` + firstOf(orderLimit, "b.id", t.Events+" b", `b.event_type = `+b.p(p.EventType)+` AND b.partition_key = wk.partition_key AND b.status = 'PENDING'`+heap) + `
+                               AND hh.status = 'PENDING' AND hh.next_retry_at <= ` + hitNow + hitBlock + `)
+           THEN 1 ELSE 0 END`
+			ctes = `walk (partition_key, n, found) AS (
+    SELECT ` + next("") + `, 1, 0` + where + `
+    UNION ALL
+    SELECT ` + next(" AND k.partition_key > wk.partition_key") + `, wk.n + 1,
+           wk.found + ` + hit + `
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < ` + lit(walkKeys(p.Limit)) + ` AND wk.found < ` + lit(p.Limit) + `
+)`
+		}
+		keys = `SELECT wk.partition_key, ` + firstOf(orderLimit, "b.id", t.Events+" b", `b.event_type = `+b.p(p.EventType)+` AND b.partition_key = wk.partition_key AND b.status = 'PENDING'`+heap) + ` AS head
+          FROM walk wk
+         WHERE wk.partition_key IS NOT NULL`
+	}
+	// Bound in text order (Oracle's and MySQL's placeholders).
+	now, block := b.t(p.Now), ""
+	if p.BlockOnFailure {
+		block = blockFilter(t, b, p, "h")
+	}
+	heads = firstRows(`SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        `+keys+`) v
+      JOIN `+t.Events+` h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)`+excl+`
+       AND h.status = 'PENDING' AND h.next_retry_at <= `+now+block+`
+     ORDER BY h.next_retry_at, h.id`, lit(p.Limit))
+	return ctes, heads
+}
+
+// excl0 is the condition that alias.partition_key is not among the keys
+// of the relation exclude (none when exclude is empty).
+func excl0(exclude, alias string) string {
+	if exclude == "" {
+		return ""
+	}
+	return `
+                AND ` + alias + `.partition_key NOT IN (SELECT x.partition_key FROM ` + exclude + ` x WHERE x.partition_key IS NOT NULL)`
+}
+
+// appendWalked appends to cands the walked heads of keys that are not
+// candidates already.
+func appendWalked(cands, heads []candidate) []candidate {
+	have := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		if c.key != nil {
+			have[*c.key] = true
+		}
+	}
+	for _, h := range heads {
+		if h.key != nil && !have[*h.key] {
+			have[*h.key] = true
+			cands = append(cands, h)
+		}
+	}
+	return cands
+}
+
 // candidate is a row an ordered claim read before locking: its id and key.
 type candidate struct {
 	id  oncebox.EventID
@@ -283,27 +470,63 @@ type candidate struct {
 }
 
 // queryCandidates runs the plain read of an ordered claim's candidates
-// (id, partition_key, …) in claim order.
-func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) ([]candidate, error) {
+// (id, partition_key, …) in claim order. cut reports the marker row of
+// candidatesRead (all NULL): the window's read was cut by its cap.
+func queryCandidates(ctx context.Context, db wsql.ContextExecutor, q Query) (out []candidate, cut bool, err error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	var out []candidate
 	for rows.Next() {
 		var c candidate
+		var id any
 		var key sql.NullString
 		var next any
-		if err := rows.Scan(&c.id, &key, &next); err != nil {
-			return nil, fmt.Errorf("scan: %w", err)
+		if err := rows.Scan(&id, &key, &next); err != nil {
+			return nil, false, fmt.Errorf("scan: %w", err)
+		}
+		if id == nil {
+			cut = true
+			continue
+		}
+		if err := c.id.Scan(id); err != nil {
+			return nil, false, fmt.Errorf("scan: %w", err)
 		}
 		if key.Valid {
 			c.key = &key.String
 		}
 		out = append(out, c)
 	}
-	return out, rowsErr(rows)
+	return out, cut, rowsErr(rows)
+}
+
+// candidatesRead is the first statement of an ordered claim on
+// MySQL/MariaDB and Oracle: the candidates (orderedCandidates) in
+// (next_retry_at, id) order, and a marker row of NULLs when the window's
+// read was cut (windowCut) and fewer than limit keys are busy (busyFew), so that the claim knows, without another round
+// trip, whether its walk may find more (queryCandidates).
+func candidatesRead(p ClaimParams, ctes, cand, cut string) string {
+	return "WITH " + ctes + "\n" + cand + `
+UNION ALL
+SELECT NULL, NULL, NULL FROM DUAL
+ WHERE ` + busyFew(p) + `
+   AND ` + cut + `
+ ORDER BY next_retry_at, id`
+}
+
+// walkRead is the walk's statement on MySQL/MariaDB and Oracle (the third
+// of an ordered claim, run only when the window was cut and the
+// candidates are short): busy, then orderedWalk's heads.
+func walkRead(t Tables, b claimBinder, p ClaimParams, firstRows func(query, n string) string, orderLimit bool, inProcessHint string) string {
+	// Oracle's recursive WITH takes no RECURSIVE keyword; MySQL's walk is
+	// not recursive. busy first: MySQL binds its parameters in text order.
+	with := "WITH " + busyCTE(t, b, p, "", inProcessHint)
+	ctes, heads := orderedWalk(t, b, p, firstRows, orderLimit, "", "")
+	if ctes != "" {
+		with += ",\n" + ctes
+	}
+	return with + "\n" + heads
 }
 
 // candidateIDs is the ids of cands, in order.

@@ -90,8 +90,16 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= ?
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
- ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC]
+UNION ALL
+SELECT NULL, NULL, NULL FROM DUAL
+ WHERE (SELECT COUNT(*) FROM busy) < 200
+   AND (SELECT COUNT(*) FROM (
+        SELECT 1 AS one FROM outbox_events c
+         WHERE c.status = 'PENDING' AND c.event_type = ? AND c.next_retry_at <= ?
+         ORDER BY c.next_retry_at, c.id
+                        LIMIT 2000) cc) >= 2000
+ ORDER BY next_retry_at, id;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC order-created 2026-11-30 12:00:00 +0000 UTC]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
@@ -179,8 +187,63 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
                           AND q.event_id < h.id)
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
- ORDER BY z.next_retry_at, z.id;
--- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created]
+UNION ALL
+SELECT NULL, NULL, NULL FROM DUAL
+ WHERE (SELECT COUNT(*) FROM busy) < 200
+   AND (SELECT COUNT(*) FROM (
+        SELECT 1 AS one FROM outbox_events c
+         WHERE c.status = 'PENDING' AND c.event_type = ? AND c.next_retry_at <= ?
+         ORDER BY c.next_retry_at, c.id
+                        LIMIT 2000) cc) >= 2000
+ ORDER BY next_retry_at, id;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created order-created 2026-11-30 12:00:00 +0000 UTC]
+
+-- Claim by key 1/3 (window cut, candidates short): EventsClaimWalk
+WITH busy AS (
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+)
+SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT k.partition_key, MIN(k.id) AS head FROM outbox_events k
+         WHERE k.event_type = ? AND k.partition_key IS NOT NULL AND k.status BETWEEN 'PENDING' AND 'PENDING'
+         GROUP BY k.event_type, k.partition_key, k.status
+         ORDER BY k.event_type, k.partition_key, k.status
+         LIMIT 2000) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+       AND h.status = 'PENDING' AND h.next_retry_at <= ?
+     ORDER BY h.next_retry_at, h.id
+                        LIMIT 200;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC]
+
+-- Claim by key, on-failure block 1/3 (window cut, candidates short): EventsClaimWalk
+WITH busy AS (
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i FORCE INDEX (outbox_events_claimed_idx)
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = ? AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+)
+SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT k.partition_key, MIN(k.id) AS head FROM outbox_events k
+         WHERE k.event_type = ? AND k.partition_key IS NOT NULL AND k.status BETWEEN 'PENDING' AND 'PENDING'
+         GROUP BY k.event_type, k.partition_key, k.status
+         ORDER BY k.event_type, k.partition_key, k.status
+         LIMIT 2000) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+       AND h.status = 'PENDING' AND h.next_retry_at <= ?
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = ? AND f.partition_key = h.partition_key
+                          AND f.status = 'FAILED' AND f.id < h.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = ? AND q.partition_key = h.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < h.id)
+     ORDER BY h.next_retry_at, h.id
+                        LIMIT 200;
+-- args: [order-created order-created 2026-11-30 12:00:00 +0000 UTC order-created order-created]
 
 -- Claim by key 2/3: EventsClaimLockCandidates
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at FROM outbox_events

@@ -183,9 +183,17 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
      WHERE wt.krn = 1 AND wt.stop_id < wt.id AND h.next_retry_at <= SYS_EXTRACT_UTC(:7)
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
- ORDER BY z.next_retry_at, z.id
+UNION ALL
+SELECT NULL, NULL, NULL FROM DUAL
+ WHERE (SELECT COUNT(*) FROM busy) < 100
+   AND (SELECT COUNT(*) FROM (
+        SELECT * FROM (SELECT 1 AS one FROM outbox_events c
+         WHERE c.status = 'PENDING' AND c.event_type = :8 AND c.next_retry_at <= SYS_EXTRACT_UTC(:9)
+         ORDER BY c.next_retry_at, c.id)
+                        WHERE ROWNUM <= 1000) cc) >= 1000
+ ORDER BY next_retry_at, id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z, "order-created", 2026-11-30T12:00:00Z]
 
 -- Claim by key, on-failure block 1/3: EventsClaimCandidates
 WITH busy AS (
@@ -272,9 +280,86 @@ SELECT z.id, z.partition_key, z.next_retry_at FROM (
                           AND q.event_id < h.id)
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
- ORDER BY z.next_retry_at, z.id
+UNION ALL
+SELECT NULL, NULL, NULL FROM DUAL
+ WHERE (SELECT COUNT(*) FROM busy) < 100
+   AND (SELECT COUNT(*) FROM (
+        SELECT * FROM (SELECT 1 AS one FROM outbox_events c
+         WHERE c.status = 'PENDING' AND c.event_type = :14 AND c.next_retry_at <= SYS_EXTRACT_UTC(:15)
+         ORDER BY c.next_retry_at, c.id)
+                        WHERE ROWNUM <= 1000) cc) >= 1000
+ ORDER BY next_retry_at, id
 /
--- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created"]
+-- args: ["order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z]
+
+-- Claim by key 1/3 (window cut, candidates short): EventsClaimWalk
+WITH busy AS (
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+),
+walk (partition_key, n) AS (
+    SELECT (SELECT MIN(k.partition_key) FROM outbox_events k
+                        WHERE k.event_type = :2 AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')), 1 FROM DUAL
+    UNION ALL
+    SELECT (SELECT MIN(k.partition_key) FROM outbox_events k
+                        WHERE k.event_type = :3 AND k.partition_key > wk.partition_key AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')), wk.n + 1
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < 1000
+)
+SELECT * FROM (SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT wk.partition_key, (SELECT MIN(b.id) FROM outbox_events b
+                        WHERE b.event_type = :4 AND b.partition_key = wk.partition_key AND b.status = 'PENDING') AS head
+          FROM walk wk
+         WHERE wk.partition_key IS NOT NULL) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+       AND h.status = 'PENDING' AND h.next_retry_at <= SYS_EXTRACT_UTC(:5)
+     ORDER BY h.next_retry_at, h.id)
+                        WHERE ROWNUM <= 100
+/
+-- args: ["order-created", "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z]
+
+-- Claim by key, on-failure block 1/3 (window cut, candidates short): EventsClaimWalk
+WITH busy AS (
+    SELECT DISTINCT j.partition_key FROM (
+        SELECT i.partition_key FROM outbox_events i
+         WHERE i.status = 'IN_PROCESS' AND i.event_type = :1 AND i.partition_key IS NOT NULL
+         ORDER BY i.claimed_at) j
+),
+walk (partition_key, n) AS (
+    SELECT (SELECT MIN(k.partition_key) FROM outbox_events k
+                        WHERE k.event_type = :2 AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')), 1 FROM DUAL
+    UNION ALL
+    SELECT (SELECT MIN(k.partition_key) FROM outbox_events k
+                        WHERE k.event_type = :3 AND k.partition_key > wk.partition_key AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')), wk.n + 1
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < 1000
+)
+SELECT * FROM (SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT wk.partition_key, (SELECT MIN(b.id) FROM outbox_events b
+                        WHERE b.event_type = :4 AND b.partition_key = wk.partition_key AND b.status = 'PENDING') AS head
+          FROM walk wk
+         WHERE wk.partition_key IS NOT NULL) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+       AND h.status = 'PENDING' AND h.next_retry_at <= SYS_EXTRACT_UTC(:5)
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = :6 AND f.partition_key = h.partition_key
+                          AND f.status = 'FAILED' AND f.id < h.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = :7 AND q.partition_key = h.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < h.id)
+     ORDER BY h.next_retry_at, h.id)
+                        WHERE ROWNUM <= 100
+/
+-- args: ["order-created", "order-created", "order-created", "order-created", 2026-11-30T12:00:00Z, "order-created", "order-created"]
 
 -- Claim by key 2/3: EventsClaimLockCandidates (cursor)
 SELECT id, topic, partition_key, message_uuid, payload, metadata, retry_count, next_retry_at, first_failed_at

@@ -14,7 +14,7 @@ RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata,
 -- args: [a 2026-11-30 12:00:00 +0000 UTC 200 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsClaim (ordering: key)
-WITH busy AS MATERIALIZED (
+WITH RECURSIVE busy AS MATERIALIZED (
     SELECT DISTINCT j.partition_key FROM (
         SELECT i.partition_key FROM outbox_events i
          WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
@@ -74,7 +74,7 @@ wt AS MATERIALIZED (
            FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
       FROM ws
 ),
-cand AS MATERIALIZED (
+cand0 AS MATERIALIZED (
     SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
@@ -85,9 +85,52 @@ cand AS MATERIALIZED (
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
 ),
+walk (partition_key, n, found) AS (
+    SELECT (SELECT k.partition_key FROM outbox_events k
+                        WHERE k.event_type = $12 AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
+                        ORDER BY k.partition_key LIMIT 1), 1, 0
+     WHERE (SELECT COUNT(*) FROM cand0) < 200
+       AND (SELECT COUNT(*) FROM busy) < 200
+       AND (SELECT COUNT(*) FROM pre) >= 200
+    UNION ALL
+    SELECT (SELECT k.partition_key FROM outbox_events k
+                        WHERE k.event_type = $13 AND k.partition_key > wk.partition_key AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
+                        ORDER BY k.partition_key LIMIT 1), wk.n + 1,
+           wk.found + CASE WHEN wk.partition_key NOT IN (SELECT partition_key FROM busy)
+                AND wk.partition_key NOT IN (SELECT x.partition_key FROM cand0 x WHERE x.partition_key IS NOT NULL)
+                AND EXISTS (SELECT 1 FROM outbox_events hh
+                             WHERE hh.id = (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = $11 AND b.partition_key = wk.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        ORDER BY b.id LIMIT 1)
+                               AND hh.status = 'PENDING' AND hh.next_retry_at <= $10)
+           THEN 1 ELSE 0 END
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < 2000 AND wk.found < 200
+),
+wh AS MATERIALIZED (
+    SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT wk.partition_key, (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = $14 AND b.partition_key = wk.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        ORDER BY b.id LIMIT 1) AS head
+          FROM walk wk
+         WHERE wk.partition_key IS NOT NULL) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+           AND v.partition_key NOT IN (SELECT x.partition_key FROM cand0 x WHERE x.partition_key IS NOT NULL)
+       AND h.status = 'PENDING' AND h.next_retry_at <= $15
+     ORDER BY h.next_retry_at, h.id
+                        LIMIT 200
+),
+cand AS MATERIALIZED (
+    SELECT id, partition_key, next_retry_at FROM cand0
+    UNION ALL
+    SELECT id, partition_key, next_retry_at FROM wh
+),
 locked AS MATERIALIZED (
     SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $10
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $16
        FOR UPDATE OF c SKIP LOCKED
 ),
 missed AS MATERIALIZED (
@@ -105,14 +148,14 @@ due AS (
     SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $11, claimed_at = $10, claimed_by = $12, updated_at = $10
+   SET status = 'IN_PROCESS', claim_token = $17, claimed_at = $16, claimed_by = $18, updated_at = $16
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC a a a a 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsClaim (ordering: key, on-failure: block)
-WITH busy AS MATERIALIZED (
+WITH RECURSIVE busy AS MATERIALIZED (
     SELECT DISTINCT j.partition_key FROM (
         SELECT i.partition_key FROM outbox_events i
          WHERE i.status = 'IN_PROCESS' AND i.event_type = $1 AND i.partition_key IS NOT NULL
@@ -187,7 +230,7 @@ wt AS MATERIALIZED (
            FIRST_VALUE(ws.stop1) OVER (PARTITION BY ws.partition_key ORDER BY ws.krn) AS stop_id
       FROM ws
 ),
-cand AS MATERIALIZED (
+cand0 AS MATERIALIZED (
     SELECT z.id, z.partition_key, z.next_retry_at FROM (
     SELECT y.id, y.partition_key, y.next_retry_at, ROW_NUMBER() OVER (PARTITION BY y.partition_key ORDER BY y.id) AS rn FROM (
     SELECT wt.id, wt.partition_key, wt.next_retry_at FROM wt
@@ -212,9 +255,66 @@ cand AS MATERIALIZED (
     ) y) z
      WHERE z.partition_key IS NULL OR z.rn <= 1
 ),
+walk (partition_key, n, found) AS (
+    SELECT (SELECT k.partition_key FROM outbox_events k
+                        WHERE k.event_type = $20 AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
+                        ORDER BY k.partition_key LIMIT 1), 1, 0
+     WHERE (SELECT COUNT(*) FROM cand0) < 200
+       AND (SELECT COUNT(*) FROM busy) < 200
+       AND (SELECT COUNT(*) FROM pre) >= 200
+    UNION ALL
+    SELECT (SELECT k.partition_key FROM outbox_events k
+                        WHERE k.event_type = $21 AND k.partition_key > wk.partition_key AND k.partition_key IS NOT NULL
+                          AND k.status IN ('PENDING', 'IN_PROCESS', 'FAILED')
+                        ORDER BY k.partition_key LIMIT 1), wk.n + 1,
+           wk.found + CASE WHEN wk.partition_key NOT IN (SELECT partition_key FROM busy)
+                AND wk.partition_key NOT IN (SELECT x.partition_key FROM cand0 x WHERE x.partition_key IS NOT NULL)
+                AND EXISTS (SELECT 1 FROM outbox_events hh
+                             WHERE hh.id = (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = $19 AND b.partition_key = wk.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        ORDER BY b.id LIMIT 1)
+                               AND hh.status = 'PENDING' AND hh.next_retry_at <= $16
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = $17 AND f.partition_key = hh.partition_key
+                          AND f.status = 'FAILED' AND f.id < hh.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = $18 AND q.partition_key = hh.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < hh.id))
+           THEN 1 ELSE 0 END
+      FROM walk wk
+     WHERE wk.partition_key IS NOT NULL AND wk.n < 2000 AND wk.found < 200
+),
+wh AS MATERIALIZED (
+    SELECT h.id, h.partition_key, h.next_retry_at FROM (
+        SELECT wk.partition_key, (SELECT b.id FROM outbox_events b
+                        WHERE b.event_type = $22 AND b.partition_key = wk.partition_key AND b.status = 'PENDING' AND b.next_retry_at IS NOT NULL
+                        ORDER BY b.id LIMIT 1) AS head
+          FROM walk wk
+         WHERE wk.partition_key IS NOT NULL) v
+      JOIN outbox_events h ON h.id = v.head
+     WHERE v.partition_key NOT IN (SELECT partition_key FROM busy)
+           AND v.partition_key NOT IN (SELECT x.partition_key FROM cand0 x WHERE x.partition_key IS NOT NULL)
+       AND h.status = 'PENDING' AND h.next_retry_at <= $23
+       AND NOT EXISTS (SELECT 1 FROM outbox_events f
+                        WHERE f.event_type = $24 AND f.partition_key = h.partition_key
+                          AND f.status = 'FAILED' AND f.id < h.id)
+       AND NOT EXISTS (SELECT 1 FROM outbox_dlq_events q
+                        WHERE q.event_type = $25 AND q.partition_key = h.partition_key
+                          AND q.source = 'publisher' AND q.status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS')
+                          AND q.event_id < h.id)
+     ORDER BY h.next_retry_at, h.id
+                        LIMIT 200
+),
+cand AS MATERIALIZED (
+    SELECT id, partition_key, next_retry_at FROM cand0
+    UNION ALL
+    SELECT id, partition_key, next_retry_at FROM wh
+),
 locked AS MATERIALIZED (
     SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $16
+     WHERE c.status = 'PENDING' AND c.next_retry_at <= $26
        FOR UPDATE OF c SKIP LOCKED
 ),
 missed AS MATERIALIZED (
@@ -232,11 +332,11 @@ due AS (
     SELECT id FROM kept ORDER BY g_at, g_id, id LIMIT 200
 )
 UPDATE outbox_events e
-   SET status = 'IN_PROCESS', claim_token = $17, claimed_at = $16, claimed_by = $18, updated_at = $16
+   SET status = 'IN_PROCESS', claim_token = $27, claimed_at = $26, claimed_by = $28, updated_at = $26
   FROM due
  WHERE e.id = due.id
 RETURNING e.id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at;
--- args: [a a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
+-- args: [a a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a 2026-11-30 12:00:00 +0000 UTC a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC a a a a a a 2026-11-30 12:00:00 +0000 UTC a a 2026-11-30 12:00:00 +0000 UTC 01000000-0000-0000-0000-000000000000 host-1]
 
 -- EventsDueTypes (discovery, first page)
 WITH RECURSIVE t(event_type, n) AS (
