@@ -65,6 +65,8 @@ var tests = []struct {
 	{"TestOrderedRelaySendsAKeysEventsInIDOrderWithinACall", testOrderedRelaySendsAKeysEventsInIDOrderWithinACall},
 	{"TestOrderedClaimPassesABlockedKeysBacklog", testOrderedClaimPassesABlockedKeysBacklog},
 	{"TestOrderedClaimPassesAHotKeysBurst", testOrderedClaimPassesAHotKeysBurst},
+	{"TestOrderedClaimWalksPastABlockedKeysDeepBacklog", testOrderedClaimWalksPastABlockedKeysDeepBacklog},
+	{"TestOrderedClaimWalksPastWaitingKeysDeepBacklog", testOrderedClaimWalksPastWaitingKeysDeepBacklog},
 	{"TestOrderedRelayClaimsOtherKeysBesideAPartialBatch", testOrderedRelayClaimsOtherKeysBesideAPartialBatch},
 	{"TestOrderedClaimTakesTheHeadOfEachKey", testOrderedClaimTakesTheHeadOfEachKey},
 	{"TestOrderedClaimKeepsOneBatchOfAKeyInFlight", testOrderedClaimKeepsOneBatchOfAKeyInFlight},

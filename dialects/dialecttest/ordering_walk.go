@@ -1,4 +1,4 @@
-package conformance_test
+package dialecttest
 
 import (
 	"slices"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 )
 
 // The ordered claim's walk of the keys (docs/ordering.md, "Fairness"):
@@ -75,60 +74,56 @@ func (s *suite) othersAfter(t *testing.T, eventType, prefix string) [][]oncebox.
 // order, while its head is FAILED in the outbox and while its DLQ row
 // waits for an operator. Before the walk, the window held only the blocked
 // key's rows and every claim took nothing.
-func TestOrderedClaimWalksPastABlockedKeysDeepBacklog(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const batch, behind = 5, 200
-		a := s.publishKeys(t, "order-created", "A")
-		tok, got := s.claimByKey(t, "order-created", batch, true)
-		require.Equal(t, a, got)
-		s.markFailed(t, tok, a[0], oncebox.StatusFailed, s.clock.Now())
-		a = append(a, s.publishKeys(t, "order-created", slices.Repeat([]string{"A"}, behind)...)...)
-		others := s.othersAfter(t, "order-created", "B")
+func testOrderedClaimWalksPastABlockedKeysDeepBacklog(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	const batch, behind = 5, 200
+	a := s.publishKeys(t, "order-created", "A")
+	tok, got := s.claimByKey(t, "order-created", batch, true)
+	require.Equal(t, a, got)
+	s.markFailed(t, tok, a[0], oncebox.StatusFailed, s.clock.Now())
+	a = append(a, s.publishKeys(t, "order-created", slices.Repeat([]string{"A"}, behind)...)...)
+	others := s.othersAfter(t, "order-created", "B")
 
-		requireKeyOrder(t, others, s.walkDrain(t, "order-created", batch, true))
+	requireKeyOrder(t, others, s.walkDrain(t, "order-created", batch, true))
 
-		// The head waits in the DLQ: the next keys go too.
-		require.Equal(t, 1, s.moveAll(t))
-		more := s.othersAfter(t, "order-created", "C")
-		requireKeyOrder(t, more, s.walkDrain(t, "order-created", batch, true))
+	// The head waits in the DLQ: the next keys go too.
+	require.Equal(t, 1, s.moveAll(t))
+	more := s.othersAfter(t, "order-created", "C")
+	requireKeyOrder(t, more, s.walkDrain(t, "order-created", batch, true))
 
-		in, args := s.inList(1, a[1:])
-		require.Equal(t, behind, s.Count(t, s.Tables.Events, "status = 'PENDING' AND id IN ("+in+")", args...),
-			"A stays held")
-	})
+	in, args := s.inList(1, a[1:])
+	require.Equal(t, behind, s.Count(t, s.Tables.Events, "status = 'PENDING' AND id IN ("+in+")", args...),
+		"A stays held")
 }
 
 // Keys whose heads wait for a retry, with 200 due rows behind those heads
 // ahead of every other key, hold only themselves: the five keys published
 // after them are claimed, in order, while the heads wait; once the heads
 // come due, each retried head goes first in its key.
-func TestOrderedClaimWalksPastWaitingKeysDeepBacklog(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
-		s := setup(t, tg)
-		const batch, perKey = 5, 50
-		waitKeys := []string{"W1", "W2", "W3", "W4"}
-		heads := s.publishKeys(t, "order-created", waitKeys...)
-		tok, got := s.claimByKey(t, "order-created", batch, false)
-		require.Equal(t, heads, got)
-		retryAt := s.clock.Now().Add(time.Hour)
-		for _, id := range heads {
-			s.markFailed(t, tok, id, oncebox.StatusPending, retryAt)
-		}
-		var rest []string
-		for range perKey {
-			rest = append(rest, waitKeys...)
-		}
-		behind := s.publishKeys(t, "order-created", rest...)
-		others := s.othersAfter(t, "order-created", "B")
+func testOrderedClaimWalksPastWaitingKeysDeepBacklog(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	const batch, perKey = 5, 50
+	waitKeys := []string{"W1", "W2", "W3", "W4"}
+	heads := s.publishKeys(t, "order-created", waitKeys...)
+	tok, got := s.claimByKey(t, "order-created", batch, false)
+	require.Equal(t, heads, got)
+	retryAt := s.clock.Now().Add(time.Hour)
+	for _, id := range heads {
+		s.markFailed(t, tok, id, oncebox.StatusPending, retryAt)
+	}
+	var rest []string
+	for range perKey {
+		rest = append(rest, waitKeys...)
+	}
+	behind := s.publishKeys(t, "order-created", rest...)
+	others := s.othersAfter(t, "order-created", "B")
 
-		requireKeyOrder(t, others, s.walkDrain(t, "order-created", batch, false))
-		in, args := s.inList(1, behind)
-		require.Equal(t, len(behind), s.Count(t, s.Tables.Events, "status = 'PENDING' AND id IN ("+in+")", args...),
-			"the waiting keys stay held")
+	requireKeyOrder(t, others, s.walkDrain(t, "order-created", batch, false))
+	in, args := s.inList(1, behind)
+	require.Equal(t, len(behind), s.Count(t, s.Tables.Events, "status = 'PENDING' AND id IN ("+in+")", args...),
+		"the waiting keys stay held")
 
-		s.clock.Advance(time.Hour)
-		_, got = s.claimByKey(t, "order-created", batch, false)
-		require.Equal(t, heads, got, "each retried head first")
-	})
+	s.clock.Advance(time.Hour)
+	_, got = s.claimByKey(t, "order-created", batch, false)
+	require.Equal(t, heads, got, "each retried head first")
 }
