@@ -44,9 +44,13 @@ RETURNING e.` + claimReturningQualified,
 
 // eventsClaimByKey is eventsClaim of an ordered type, still one statement:
 // the candidates of orderedCandidates (a prefix of each idle key's PENDING
-// rows within a window of due rows), locked FOR UPDATE OF c SKIP LOCKED
-// with a re-check on their latest version that they are still PENDING and
-// due, kept when every candidate of their key before them was locked too,
+// rows within a window of due rows), locked FOR UPDATE SKIP LOCKED one
+// primary-key probe each (a LATERAL subquery: the join it replaced was
+// planned, on a table without statistics, as a scan of the due index with
+// the candidates scanned again for each row, 5,000 × 1,000 comparisons,
+// 1.1 s of a claim of one key's 5,000 rows; now 30 ms, measured), with a
+// re-check on their latest version that they are still PENDING and due,
+// kept when every candidate of their key before them was locked too,
 // and flipped; when the window's read was cut and its candidates are
 // short, the walk of the type's keys adds the due heads of keys not held
 // (orderedWalk). The reads share the statement's snapshot, which row locks
@@ -85,9 +89,10 @@ cand AS MATERIALIZED (
     SELECT id, partition_key, next_retry_at FROM wh
 ),
 locked AS MATERIALIZED (
-    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN ` + d.tables.Events + ` c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= ` + now + `
-       FOR UPDATE OF c SKIP LOCKED
+    SELECT c.id, c.partition_key, c.next_retry_at FROM cand CROSS JOIN LATERAL (
+        SELECT l.id, l.partition_key, l.next_retry_at FROM ` + d.tables.Events + ` l
+         WHERE l.id = cand.id AND l.status = 'PENDING' AND l.next_retry_at <= ` + now + `
+           FOR UPDATE SKIP LOCKED) c
 ),
 missed AS MATERIALIZED (
     SELECT m.id, m.partition_key FROM cand m

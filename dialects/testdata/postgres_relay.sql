@@ -129,9 +129,10 @@ cand AS MATERIALIZED (
     SELECT id, partition_key, next_retry_at FROM wh
 ),
 locked AS MATERIALIZED (
-    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $16
-       FOR UPDATE OF c SKIP LOCKED
+    SELECT c.id, c.partition_key, c.next_retry_at FROM cand CROSS JOIN LATERAL (
+        SELECT l.id, l.partition_key, l.next_retry_at FROM outbox_events l
+         WHERE l.id = cand.id AND l.status = 'PENDING' AND l.next_retry_at <= $16
+           FOR UPDATE SKIP LOCKED) c
 ),
 missed AS MATERIALIZED (
     SELECT m.id, m.partition_key FROM cand m
@@ -313,9 +314,10 @@ cand AS MATERIALIZED (
     SELECT id, partition_key, next_retry_at FROM wh
 ),
 locked AS MATERIALIZED (
-    SELECT c.id, c.partition_key, c.next_retry_at FROM cand JOIN outbox_events c ON c.id = cand.id
-     WHERE c.status = 'PENDING' AND c.next_retry_at <= $26
-       FOR UPDATE OF c SKIP LOCKED
+    SELECT c.id, c.partition_key, c.next_retry_at FROM cand CROSS JOIN LATERAL (
+        SELECT l.id, l.partition_key, l.next_retry_at FROM outbox_events l
+         WHERE l.id = cand.id AND l.status = 'PENDING' AND l.next_retry_at <= $26
+           FOR UPDATE SKIP LOCKED) c
 ),
 missed AS MATERIALIZED (
     SELECT m.id, m.partition_key FROM cand m
