@@ -162,8 +162,9 @@ func passThrough(h message.HandlerFunc) message.HandlerFunc {
 }
 
 // The check sees Retry the way a router composes it: the inbox added
-// before Retry.
-func TestInboxAddedBeforeRetryOnARouterRefusesEveryMessage(t *testing.T) {
+// before Retry refuses the first message without running it, and stops
+// (the later ones are held: TestInboxMisusedWithoutAPoisonQueueDoesNotSpin).
+func TestInboxAddedBeforeRetryOnARouterRefusesTheFirstMessage(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	router, pubSub := newRouter(t)
