@@ -53,6 +53,40 @@ func ReadQueueUsage(ctx context.Context, tx sql.ContextExecutor) (float64, error
 	return usage, rows.Close()
 }
 
+// readDefaultUsage is the default reading (ReadQueueUsage); a test
+// replaces it with one that fails.
+var readDefaultUsage = ReadQueueUsage
+
+// usageSavepoint names the savepoint around the default reading.
+const usageSavepoint = "oncebox_wake_queue_usage"
+
+// readUsageSafely makes the default reading under a savepoint: should it
+// fail, the savepoint is rolled back, the transaction goes on and ok is
+// false (this transaction does not notify: the relay polls; the next
+// reading is WakeQueueCheck later). A failed statement aborts a PostgreSQL
+// transaction, so without the savepoint the wake-up, an optimisation, would
+// fail the business write. Two statements more, once per WakeQueueCheck per
+// process and channel. The error is returned only when the savepoint
+// itself cannot be set or rolled back (the transaction is then unusable).
+func (p *Publisher) readUsageSafely(ctx context.Context, channel string) (usage float64, ok bool, err error) {
+	if _, err := p.db.ExecContext(ctx, "SAVEPOINT "+usageSavepoint); err != nil {
+		return 0, false, err
+	}
+	usage, err = readDefaultUsage(ctx, p.db)
+	if err != nil {
+		if _, rerr := p.db.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+usageSavepoint); rerr != nil {
+			return 0, false, errors.Join(err, rerr)
+		}
+		p.logger.Error("Could not read PostgreSQL's notification queue usage: this transaction sends no wake-up notification",
+			err, watermill.LogFields{"channel": channel})
+		return 0, false, nil
+	}
+	if _, err := p.db.ExecContext(ctx, "RELEASE SAVEPOINT "+usageSavepoint); err != nil {
+		return 0, false, err
+	}
+	return usage, true, nil
+}
+
 // queueUsage is the process-wide cache of the notification queue's usage,
 // one reading per channel (the queue is the server's; keying by channel
 // keeps two servers apart unless they share the tables' names, and then it
@@ -203,11 +237,24 @@ func (p *Publisher) queueFull(ctx context.Context, channel string) (bool, error)
 	r.at = now // this transaction reads; the others use the last reading
 	queueUsage.mu.Unlock()
 
-	read := p.config.WakeQueueUsage
-	if read == nil {
-		read = ReadQueueUsage
+	var (
+		usage float64
+		err   error
+	)
+	switch {
+	case p.config.WakeQueueUsage != nil:
+		usage, err = p.config.WakeQueueUsage(ctx, p.db)
+	case p.config.AllowNonTransactionalDangerously && !isTx(p.db):
+		// No transaction to abort (and none to set a savepoint in).
+		usage, err = readDefaultUsage(ctx, p.db)
+	default:
+		var ok bool
+		if usage, ok, err = p.readUsageSafely(ctx, channel); err == nil && !ok {
+			// No reading: no notification from this transaction (the relay
+			// polls); the others keep the last reading until the next one.
+			return true, nil
+		}
 	}
-	usage, err := read(ctx, p.db)
 	if err != nil {
 		return false, err
 	}

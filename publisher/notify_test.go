@@ -247,3 +247,24 @@ func TestTwoPhaseCommitNeedsTheWakeUpOff(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, b.events(t))
 }
+
+// The default reading of the queue's usage runs in the caller's
+// transaction: should it fail, a PostgreSQL transaction would be aborted
+// and the business write with it. It runs under a savepoint: the failed
+// reading is rolled back, the events commit, and that transaction sends no
+// notification (the relay polls). Not parallel: it replaces the default
+// reading of the package.
+func TestAFailedQueueReadingDoesNotFailTheWrite(t *testing.T) {
+	b := setup(t)
+	restore := publisher.SetDefaultQueueUsage(func(ctx context.Context, tx wsql.ContextExecutor) (float64, error) {
+		_, err := tx.ExecContext(ctx, "SELECT 1/0") // aborts a transaction outside a savepoint
+		return 0, err
+	})
+	defer restore()
+	b.trace.Reset()
+	b.publishIn(t, b.config, true, "order-created")
+	require.Equal(t, 1, b.events(t), "the event committed")
+	statements := b.trace.Statements()
+	require.Contains(t, statements, "ROLLBACK TO SAVEPOINT oncebox_wake_queue_usage")
+	require.NotContains(t, statements, "SELECT pg_notify($1, $2)")
+}

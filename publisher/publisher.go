@@ -103,8 +103,10 @@ type Config struct {
 	WakeQueueCheck time.Duration
 	// WakeQueueUsage reads the queue's usage; tx is the transaction being
 	// published in. Default ReadQueueUsage (one
-	// SELECT pg_notification_queue_usage() through tx); tests pass a fake
-	// reading.
+	// SELECT pg_notification_queue_usage() through tx), run under a
+	// savepoint so that a failed reading cannot abort the caller's
+	// transaction (that transaction then sends no notification); a
+	// function given here runs as it is. Tests pass a fake reading.
 	WakeQueueUsage func(ctx context.Context, tx sql.ContextExecutor) (float64, error)
 }
 
