@@ -21,11 +21,11 @@ import (
 
 // DatabaseNow implements Dialect: clock_timestamp(), the time of the
 // reading itself (now() would be the transaction's start).
-func (d *PostgreSQL) DatabaseNow() Query { return Query{SQL: "SELECT clock_timestamp()"} }
+func (d *PostgreSQL) DatabaseNow() Query { return Query{SQL: "SELECT " + postgresNow} }
 
 // DatabaseNow implements Dialect: UTC_TIMESTAMP(6), whatever the session's
 // time zone.
-func (d *MySQL) DatabaseNow() Query { return Query{SQL: "SELECT UTC_TIMESTAMP(6)"} }
+func (d *MySQL) DatabaseNow() Query { return Query{SQL: "SELECT " + mysqlNowUTC} }
 
 // DatabaseNow implements Dialect: SYSTIMESTAMP (the server's clock, not
 // the session's CURRENT_TIMESTAMP) in UTC.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
-	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
@@ -94,7 +93,10 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 		if !yieldAt.IsZero() {
 			wait = min(wait, yieldAt.Sub(c.Now()))
 		}
-		woken, ok := d.sleep(ctx, wait)
+		// Woken by a commit of a type without a loop (coalesced: at most
+		// one wake-driven query per the defaults' min-fixed-delay), or cut
+		// short when a loop ended while types waited for one.
+		ok, woken := sleepOrWake(ctx, c, wait, p.wakes.discovery, d.freed)
 		if !ok {
 			return
 		}
@@ -129,43 +131,6 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 // after each of its polls: Claimed is then the number of types whose loop
 // it started.
 const DiscoveryEventType = "(discovery)"
-
-// sleep waits d, or until a wake-up on commit for a type without a loop
-// (woken), or until a loop ended while types waited for one. ok is false
-// when ctx ended. A zero d does not wait.
-func (d *discovery) sleep(ctx context.Context, wait time.Duration) (woken, ok bool) {
-	if ctx.Err() != nil {
-		return false, false
-	}
-	if wait <= 0 {
-		return false, true
-	}
-	var wake chan struct{}
-	w := d.p.wakes.discovery
-	if w != nil {
-		wake = w.ch
-	}
-	c := d.p.config.Clock
-	start := c.Now()
-	t := clock.NewTimer(c, wait)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-		return false, true
-	case <-wake:
-		// Coalesced: at most one wake-driven discovery query per the
-		// defaults' min-fixed-delay (waker).
-		t.Stop()
-		if !w.admit(ctx, c, wait-c.Since(start)) {
-			return false, false
-		}
-		return true, true
-	case <-d.freed:
-		return false, true
-	case <-ctx.Done():
-		return false, false
-	}
-}
 
 // schedule gives the free loops to the types at the head of the queue, then
 // asks as many loops to yield as types still wait, among those whose

@@ -38,9 +38,6 @@ func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), n
 	return l.ListenAndWatch(ctx, channel, 0, ready, notify, nil)
 }
 
-// notifyQueueUsageSQL reads the usage of the server's notification queue.
-const notifyQueueUsageSQL = "SELECT pg_notification_queue_usage()"
-
 // ListenAndWatch implements QueueWatcher: the readings run on the
 // listening connection itself (no pool connection, no MaxConcurrentQueries
 // slot), between two waits; a notification that arrives meanwhile is
@@ -70,7 +67,7 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		var u float64
-		if err := conn.QueryRow(rctx, notifyQueueUsageSQL).Scan(&u); err != nil {
+		if err := conn.QueryRow(rctx, dialects.NotifyQueueUsageSQL).Scan(&u); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

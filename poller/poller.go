@@ -309,7 +309,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 				w = nil
 			}
 			var ok bool
-			ok, woken = sleepOrWake(ctx, p.config.Clock, delay, w)
+			ok, woken = sleepOrWake(ctx, p.config.Clock, delay, w, nil)
 			if !ok {
 				return
 			}

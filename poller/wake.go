@@ -267,17 +267,13 @@ func (b *wakeBoard) remove(t string) {
 	}
 }
 
-// sleepOrWake waits d on c or until w is woken; ok is false when ctx ended
-// first, woken tells a wake-up from the end of the wait. A zero d does not
-// wait (and drops nothing: a pending wake-up stays for the next sleep). A
-// nil w is never woken.
-//
-// A wake-up less than w.window after the last wake-driven poll, when the
-// last wakeEmptyRun of them claimed nothing, is held until that window
-// ends (or until d ends, if sooner: that poll was due anyway), then served
-// (waker). The relay's own wake-ups (wakeAll) are served at once and do
-// not count.
-func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker) (ok, woken bool) {
+// sleepOrWake waits d on c or until w is woken (served through its window:
+// admit); ok is false when ctx ended first, woken tells a wake-up from the
+// end of the wait. A signal on cut ends the wait early without a wake-up
+// (the discovery's freed loops); nil never does. A zero d does not wait
+// (and drops nothing: a pending wake-up stays for the next sleep). A nil w
+// is never woken.
+func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker, cut <-chan struct{}) (ok, woken bool) {
 	if ctx.Err() != nil {
 		return false, false
 	}
@@ -290,9 +286,11 @@ func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker
 	}
 	start := c.Now()
 	t := clock.NewTimer(c, d)
-	defer func() { t.Stop() }()
+	defer t.Stop()
 	select {
 	case <-t.Chan():
+		return true, false
+	case <-cut:
 		return true, false
 	case <-ctx.Done():
 		return false, false

@@ -24,18 +24,11 @@ const DefaultWakeQueueLimit = 0.5
 // DefaultWakeQueueCheck is the default of Config.WakeQueueCheck.
 const DefaultWakeQueueCheck = 10 * time.Second
 
-// queueUsageSQL reads how full PostgreSQL's notification queue is (0 to
-// 1). The queue is the cluster's, shared by every database and channel; it
-// drains only as fast as its slowest listener reads, and a listener that
-// sits in an open transaction reads nothing (docs/design.md, "Wake-up on
-// commit").
-const queueUsageSQL = "SELECT pg_notification_queue_usage()"
-
 // ReadQueueUsage is the default of Config.WakeQueueUsage: it reads
 // pg_notification_queue_usage() through tx, the transaction being
 // published in (a read-only function: no lock, no write).
 func ReadQueueUsage(ctx context.Context, tx sql.ContextExecutor) (float64, error) {
-	rows, err := tx.QueryContext(ctx, queueUsageSQL)
+	rows, err := tx.QueryContext(ctx, dialects.NotifyQueueUsageSQL)
 	if err != nil {
 		return 0, err
 	}
