@@ -553,6 +553,9 @@ func firstNonNil[T any](vs ...*T) *T {
 
 var identifierRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// databaseName is the form of a database's name in the configuration.
+var databaseName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
 // maxIdentifierLength keeps prefixed table names within every dialect's
 // limit (PostgreSQL 63, MySQL 64, Oracle 128 bytes): the longest table name
 // is "outbox_dlq_events" (17 characters).
@@ -590,10 +593,11 @@ func (c Config) Validate() error {
 	if c.ThreadPoolSize < 0 {
 		add(fieldErr("thread-pool-size", "must be >= 0, got %d", c.ThreadPoolSize))
 	}
-	switch c.Database {
-	case "", "postgres", "mysql", "oracle":
-	default:
-		add(fieldErr("database", "must be \"postgres\", \"mysql\", \"oracle\" or empty, got %q", c.Database))
+	// Which names are databases is the registry's to say
+	// (dialects/registry, which this package cannot import): the service
+	// and the CLI check the name against it. Here only its form.
+	if c.Database != "" && !databaseName.MatchString(c.Database) {
+		add(fieldErr("database", "must be a database's name in lower case (postgres, mysql, …) or empty, got %q", c.Database))
 	}
 	add(c.Tables.Validate())
 	add(validateBrokerType("outbox.sender.type", c.Outbox.Sender.Type))

@@ -219,9 +219,9 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 		{"prefix injection", func(c *oncebox.Config) {
 			c.Tables.Prefix = "x\"y"
 		}, `tables.prefix: "x\"y" is not a plain identifier`},
-		{"unknown database", func(c *oncebox.Config) {
-			c.Database = "sqlite"
-		}, `database: must be "postgres", "mysql", "oracle" or empty, got "sqlite"`},
+		{"database not a name", func(c *oncebox.Config) {
+			c.Database = "Postgres; DROP"
+		}, `database: must be a database's name in lower case (postgres, mysql, …) or empty, got "Postgres; DROP"`},
 		{"inbox without the DLQ", func(c *oncebox.Config) {
 			c.Inbox.Enabled = true
 		}, "outbox.dlq.enabled: must be true when inbox.enabled is"},

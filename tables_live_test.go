@@ -8,13 +8,16 @@ import (
 	"testing"
 	"time"
 
+	mysqldialect "github.com/oncebox/watermill-oncebox/dialects/mysql"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
+
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
@@ -25,7 +28,7 @@ import (
 func TestReservedSchemaIsRefusedBeforeMigrate(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"postgres", "mysql", "oracle"} {
-		_, err := dialects.New(name, oncebox.TablesConfig{Schema: "user"})
+		_, err := registry.New(name, oncebox.TablesConfig{Schema: "user"})
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, name)
 		require.ErrorContains(t, err, `tables.schema: "user" is a reserved word`, name)
 	}
@@ -57,7 +60,7 @@ func TestUnusualSchemasMigrate(t *testing.T) {
 			}
 			drop()
 			t.Cleanup(drop)
-			d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
+			d, err := postgres.New(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
 			require.NoError(t, err, schema)
 			require.NoError(t, migrate.Migrate(ctx, wsql.BeginnerFromPgx(pool), d), schema)
 			var n int
@@ -82,7 +85,7 @@ func TestUnusualSchemasMigrate(t *testing.T) {
 			}
 			drop()
 			t.Cleanup(drop)
-			d, err := dialects.NewMySQL(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
+			d, err := mysqldialect.New(oncebox.TablesConfig{Schema: schema, Prefix: "p_"})
 			require.NoError(t, err, schema)
 			require.NoError(t, migrate.Migrate(ctx, wsql.BeginnerFromStdSQL(db), d), schema)
 			var n int

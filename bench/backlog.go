@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
@@ -37,7 +38,7 @@ func runBacklog(ctx context.Context, e *env) ([]row, error) {
 	r := e.pgRelayDB()
 	r.clock = mem.clock
 	r.fill = func(ctx context.Context, d dialects.Dialect, n int) error {
-		return fillBacklog(ctx, e.pool, d.(*dialects.PostgreSQL), relayEventType, n)
+		return fillBacklog(ctx, e.pool, d.(*postgres.Dialect), relayEventType, n)
 	}
 
 	// The raw loop is the reference: the same claim and mark statements
@@ -137,7 +138,7 @@ func forwarderBacklogRows(ctx context.Context, e *env, r *relayDB, small, large 
 // rise in insertion order, as a publisher's do, so the claim's (next_retry_at,
 // id) order is the order written. The table is analyzed afterwards, as
 // autovacuum would have done to a backlog that built up over time.
-func fillBacklog(ctx context.Context, pool *pgxpool.Pool, d *dialects.PostgreSQL, eventType string, n int) error {
+func fillBacklog(ctx context.Context, pool *pgxpool.Pool, d *postgres.Dialect, eventType string, n int) error {
 	at := time.Now().UTC().Add(-time.Second)
 	first := at.UnixMilli() - int64(n/4096) - 1
 	const placeholder = "00000000-0000-0000-0000-000000000000"

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -109,16 +109,16 @@ func (e *env) n(base, min int) int {
 
 // freshSchema drops and re-creates the bench schema, migrated, and returns
 // its dialect.
-func (e *env) freshSchema(ctx context.Context) (*dialects.PostgreSQL, error) {
+func (e *env) freshSchema(ctx context.Context) (*postgres.Dialect, error) {
 	return freshSchemaOn(ctx, e.pool)
 }
 
 // freshSchemaOn is freshSchema on the database of pool.
-func freshSchemaOn(ctx context.Context, pool *pgxpool.Pool) (*dialects.PostgreSQL, error) {
+func freshSchemaOn(ctx context.Context, pool *pgxpool.Pool) (*postgres.Dialect, error) {
 	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+benchSchema+" CASCADE; CREATE SCHEMA "+benchSchema); err != nil {
 		return nil, err
 	}
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: benchSchema})
+	d, err := postgres.New(oncebox.TablesConfig{Schema: benchSchema})
 	if err != nil {
 		return nil, err
 	}

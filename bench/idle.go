@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -262,7 +263,7 @@ func (c *stmtCounter) snapshot() stmtCount {
 // the forwarder's in its bench schema.
 type idleDB struct {
 	e       *env
-	dialect *dialects.PostgreSQL
+	dialect *postgres.Dialect
 }
 
 // createIdleDatabase creates the idle database (dropping a leftover) and

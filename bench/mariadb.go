@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -137,7 +138,7 @@ func (s *sqlEnv) fresh(ctx context.Context, db *sql.DB) (dialects.Dialect, error
 			return nil, fmt.Errorf("%s: %w", q, err)
 		}
 	}
-	d, err := dialects.New(s.t.dialect, oncebox.TablesConfig{Schema: benchSchema})
+	d, err := registry.New(s.t.dialect, oncebox.TablesConfig{Schema: benchSchema})
 	if err != nil {
 		return nil, err
 	}

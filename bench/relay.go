@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ThreeDotsLabs/watermill/message"
 	"strings"
 	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/jackc/pgx/v5"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -87,7 +89,7 @@ func (e *env) pgRelayDB() *relayDB {
 			return d, nil
 		},
 		claimAndMark: func(ctx context.Context, d dialects.Dialect, limit int) (int, error) {
-			return claimAndMark(ctx, e.pool, d.(*dialects.PostgreSQL), limit)
+			return claimAndMark(ctx, e.pool, d.(*postgres.Dialect), limit)
 		}}
 }
 
@@ -273,7 +275,7 @@ func drainRaw(batch int) func(ctx context.Context, r *relayDB, n int) (time.Dura
 // sent through pgx as a hand-written loop would: the statements are the
 // PostgreSQL dialect's unordered claim and mark (dialects/testdata/
 // postgres_relay.sql), written out here. It returns how many it claimed.
-func claimAndMark(ctx context.Context, pool *pgxpool.Pool, d *dialects.PostgreSQL, limit int) (int, error) {
+func claimAndMark(ctx context.Context, pool *pgxpool.Pool, d *postgres.Dialect, limit int) (int, error) {
 	token, err := oncebox.NewEventID()
 	if err != nil {
 		return 0, err

@@ -6,7 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/golden"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 // The reading of the database's clock, in UTC, for the relay's clock check
@@ -15,17 +16,14 @@ import (
 // PostgreSQL, the probe on MySQL and Oracle).
 func TestDatabaseNowGolden(t *testing.T) {
 	t.Parallel()
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
-	require.NoError(t, err)
-	my := newMySQL(t, oncebox.TablesConfig{})
-	ora := newOracle(t, oncebox.TablesConfig{})
-	qs := []namedQuery{
-		{"postgres DatabaseNow", pg.DatabaseNow()},
-		{"mysql DatabaseNow", my.DatabaseNow()},
-		{"oracle DatabaseNow", ora.DatabaseNow()},
+	var qs []golden.Query
+	for _, db := range registry.All() {
+		d, err := db.New(oncebox.TablesConfig{})
+		require.NoError(t, err)
+		qs = append(qs, golden.Query{Name: db.Name + " DatabaseNow", Q: d.DatabaseNow()})
 	}
 	for _, c := range qs {
-		require.Empty(t, c.q.Args, "%s: no argument", c.name)
+		require.Empty(t, c.Q.Args, "%s: no argument", c.Name)
 	}
-	golden(t, "clock.sql", renderDollarQueries(qs))
+	golden.Check(t, "clock.sql", golden.Render(qs))
 }

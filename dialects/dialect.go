@@ -1,15 +1,3 @@
-// Package dialects is the seam between oncebox and a database: a dialect
-// (PostgreSQL, MySQL/MariaDB, Oracle; New picks one from the
-// configuration) builds the SQL of every operation and the migrations of
-// the schema, and runs the operations whose shape differs between
-// databases (a claim is one statement on PostgreSQL, a read, a locking
-// read and an update in one transaction on MySQL and Oracle). The
-// packages that talk to the database (migrate, publisher, poller,
-// middleware, dlq) use the Dialect interface; the statement builders
-// behind it are not part of the API. The differences between the three
-// are captured by [Features] (placeholder style, RETURNING, the SKIP
-// LOCKED form, the id column type, the insert-or-ignore form, IN-list
-// limits); docs/dialects.md shows each form for all three.
 package dialects
 
 import (
@@ -22,7 +10,6 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
@@ -242,6 +229,15 @@ type Dialect interface {
 	// DatabaseNow reads the database's current time, in UTC, as one row
 	// of one column (see DatabaseTime).
 	DatabaseNow() Query
+	// DatabaseTime reads the database's current time with DatabaseNow, in
+	// UTC.
+	DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error)
+	// CheckSchema tells whether db can serve the dialect's tables: the
+	// database answers, every migration has been applied, and a timestamp
+	// reads back as a time (MySQL's DSN needs parseTime=true). The relay
+	// runs it when it starts, so that a relay whose database cannot work
+	// returns an error from Run instead of logging the same failure forever.
+	CheckSchema(ctx context.Context, db wsql.ContextExecutor) error
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be
@@ -389,46 +385,6 @@ const (
 	InsertMerge
 )
 
-// splitStatements splits a migration script into statements at every
-// semicolon that ends a line. Scripts of PostgreSQL and MySQL are written so
-// that no statement has a semicolon at the end of an inner line.
-func splitStatements(script string) []string {
-	var out []string
-	var cur strings.Builder
-	for _, line := range strings.SplitAfter(script, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "--") && cur.Len() == 0 {
-			continue
-		}
-		cur.WriteString(line)
-		if strings.HasSuffix(trimmed, ";") {
-			if s := strings.TrimSpace(cur.String()); s != ";" {
-				out = append(out, strings.TrimSuffix(s, ";"))
-			}
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-// constructors holds the dialects New knows, by name; each dialect's file
-// adds its own.
-var constructors = map[string]func(oncebox.TablesConfig) (Dialect, error){
-	"postgres": func(cfg oncebox.TablesConfig) (Dialect, error) { return NewPostgreSQL(cfg) },
-}
-
-// New returns the dialect called name ("postgres", "mysql" or "oracle") for
-// the tables placed by cfg.
-func New(name string, cfg oncebox.TablesConfig) (Dialect, error) {
-	if c, ok := constructors[name]; ok {
-		return c(cfg)
-	}
-	return nil, fmt.Errorf("%w: unknown dialect %q (want postgres, mysql or oracle)", oncebox.ErrInvalidConfig, name)
-}
-
 // NotifyQueueUsageSQL reads how full PostgreSQL's notification queue is (0
 // to 1). The queue is the cluster's, shared by every database and channel;
 // it drains only as fast as its slowest listener reads, and a listener that
@@ -455,4 +411,31 @@ func NotifyChannel(t Tables) string {
 		readable = readable[:38]
 	}
 	return fmt.Sprintf("oncebox_%s_%016x", readable, h.Sum64())
+}
+
+// Database describes one supported database to the registry (package
+// dialects/registry, the one list of them): its names, its dialect's
+// constructor, how its drivers and URLs are recognised, and its own
+// transient errors. Each database package exports one, named Database.
+type Database struct {
+	// Name is the canonical name, as the configuration's `database:` and
+	// the CLI's --database take it, and as Dialect.Name returns it.
+	Name string
+	// Aliases are other names accepted for it ("mariadb" for "mysql").
+	Aliases []string
+	// New returns the dialect for the tables placed by cfg.
+	New func(cfg oncebox.TablesConfig) (Dialect, error)
+	// DriverPackages are (parts of) the import paths of the database/sql
+	// drivers that speak to it, matched against the package of a handle's
+	// driver type ("jackc/pgx", "go-sql-driver/mysql").
+	DriverPackages []string
+	// URLSchemes are the DSN URL schemes that name it ("mysql", "mariadb").
+	URLSchemes []string
+	// IsTransient reports the database's own "try later" errors (a
+	// deadlock victim, a server shutting down); nil for none.
+	IsTransient func(err error) bool
+	// TestSchema reports whether oncetest.NewSchema can give a test a
+	// schema of its own on this database (a database on MySQL, a schema on
+	// PostgreSQL; Oracle's schemas are users, which it does not create).
+	TestSchema bool
 }

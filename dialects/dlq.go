@@ -1,15 +1,10 @@
 package dialects
 
 import (
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/oncebox/watermill-oncebox"
 )
-
-// The DLQ store's and the DLQ jobs' operations. They are part of Dialect;
-// this file holds their parameter and result types.
 
 // DLQFilter selects DLQ rows. Zero fields do not filter. The dlq package
 // validates it before a dialect sees it.
@@ -77,23 +72,3 @@ func (r *DLQRecord) ListScanTargets() []any {
 // listing is built in memory, and a page of 1,000 rows of megabyte payloads
 // would be a gigabyte. DLQGet reads the whole payload.
 const DLQListPayloadBytes = 4096
-
-// dlqColumns is the select list of DLQGet, in the order of
-// DLQRecord.ScanTargets.
-const dlqColumns = "id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, " +
-	"payload, metadata, status, retry_count, last_error, created_at, first_failed_at, last_failed_at, " +
-	"moved_at, updated_at"
-
-// dlqListColumns is the select list of DLQList, in the order of
-// DLQRecord.ListScanTargets: dlqColumns with the payload replaced by
-// payload (an expression cutting it to DLQListPayloadBytes) and the full
-// size, size, appended.
-func dlqListColumns(payload, size string) string {
-	if payload != "payload" {
-		payload += " AS payload"
-	}
-	return strings.Replace(dlqColumns, "payload,", payload+",", 1) + ", " + size + " AS payload_size"
-}
-
-// dlqListCap is DLQListPayloadBytes in SQL.
-var dlqListCap = strconv.Itoa(DLQListPayloadBytes)

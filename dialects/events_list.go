@@ -27,22 +27,3 @@ type StoredEvent struct {
 func (e *StoredEvent) ScanTargets() []any {
 	return []any{&e.ID, &e.EventType, &e.Topic, &e.Key, &e.MessageUUID, &e.Payload, &e.Metadata, &e.Status, &e.RetryCount, &e.CreatedAt}
 }
-
-// eventsList is the statement of EventsList, the same text on the three
-// databases: every row of the table in id order, which is publish order for
-// the events of one process (UUIDv7). A full scan of the primary key: it is
-// meant for tests and tools over small tables, never for the relay.
-func eventsList(t Tables) Query {
-	return Query{SQL: `SELECT id, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, created_at
-  FROM ` + t.Events + `
- ORDER BY id`}
-}
-
-// EventsList implements Dialect.
-func (d *PostgreSQL) EventsList() Query { return eventsList(d.tables) }
-
-// EventsList implements Dialect.
-func (d *MySQL) EventsList() Query { return eventsList(d.tables) }
-
-// EventsList implements Dialect.
-func (d *Oracle) EventsList() Query { return eventsList(d.tables) }

@@ -9,6 +9,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 // The channel is a plain identifier of at most 63 bytes, distinct for
@@ -39,7 +40,7 @@ func TestNotifyChannelNamesTheTables(t *testing.T) {
 func TestNotifyIsPostgreSQLOnly(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"postgres", "mysql", "oracle"} {
-		d, err := dialects.New(name, oncebox.TablesConfig{})
+		d, err := registry.New(name, oncebox.TablesConfig{})
 		require.NoError(t, err)
 		q := d.Notify("ch", "order-created")
 		if name == "postgres" {

@@ -5,12 +5,8 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-
 	"github.com/oncebox/watermill-oncebox"
 )
-
-// The relay's operations. They are part of Dialect; this file holds their
-// parameter and result types.
 
 // ClaimParams are the parameters of a claim.
 type ClaimParams struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -23,7 +23,7 @@ func newRelay(t *testing.T, pub *kafka.Publisher) error {
 	pool, err := pgxpool.New(t.Context(), dbtest.PostgresDSN()) // connects lazily
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	_, err = poller.New(wsql.BeginnerFromPgx(pool), pub, poller.Config{Dialect: d, EventTypes: []string{"a"}}, nil)
 	return err

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
@@ -41,7 +41,7 @@ func Example_order() {
 		"CREATE TABLE example_order.shipments (order_id text)")
 	defer pool.Exec(ctx, "DROP SCHEMA example_order CASCADE") //nolint:errcheck
 	db := wsql.BeginnerFromPgx(pool)
-	pg, _ := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: "example_order"})
+	pg, _ := postgres.New(oncebox.TablesConfig{Schema: "example_order"})
 	if err := migrate.Migrate(ctx, db, pg); err != nil {
 		panic(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
@@ -30,7 +31,7 @@ type PoisonConfig struct {
 	Key KeyFunc
 	// ShouldPoison decides which handler errors park the message; the others
 	// are returned, so the message is nacked and redelivered. Default: every
-	// error except those dialects.IsTransient recognises as "try later" (the
+	// error except those registry.IsTransient recognises as "try later" (the
 	// handler's database or broker unreachable or restarting, a deadlock or
 	// lock timeout, a deadline, a shutdown). Such an error that never goes
 	// away makes the message come back forever: each is reported to
@@ -86,7 +87,7 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
 	if config.ShouldPoison == nil {
-		config.ShouldPoison = func(err error) bool { return !dialects.IsTransient(err) }
+		config.ShouldPoison = func(err error) bool { return !registry.IsTransient(err) }
 	}
 	if config.Clock == nil {
 		config.Clock = clock.Real{}

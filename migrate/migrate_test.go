@@ -12,6 +12,8 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
@@ -62,7 +64,7 @@ func TestMigrateCreatesTheSchema(t *testing.T) {
 	t.Parallel()
 	s := pgtest.NewEmptySchema(t)
 	name := s.Name + "_new"
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: name})
+	d, err := postgres.New(oncebox.TablesConfig{Schema: name})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = s.Pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+name+" CASCADE") })
 	var wg sync.WaitGroup
@@ -89,7 +91,7 @@ func TestStatements(t *testing.T) {
 		"mysql":    "INSERT INTO billing.oncebox_migrations (version, name, applied_at) VALUES (2, '0002_claim_order.sql', UTC_TIMESTAMP(6));",
 		"oracle":   "INSERT INTO billing.oncebox_migrations (version, name, applied_at) VALUES (2, '0002_claim_order.sql', SYS_EXTRACT_UTC(SYSTIMESTAMP))\n/",
 	} {
-		d, err := dialects.New(name, oncebox.TablesConfig{Schema: "billing"})
+		d, err := registry.New(name, oncebox.TablesConfig{Schema: "billing"})
 		require.NoError(t, err)
 		all, err := migrate.Statements(d, 0, 0)
 		require.NoError(t, err)
@@ -115,7 +117,7 @@ func TestStatements(t *testing.T) {
 		}
 	}
 
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {5, 0}} {
 		_, err := migrate.Statements(d, r[0], r[1])

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -102,12 +103,19 @@ type literalForm struct {
 
 // formOf returns the literal form of one of package dialects' dialects.
 func formOf(d dialects.Dialect) (literalForm, error) {
-	switch d.(type) {
-	case *dialects.PostgreSQL:
+	t := reflect.TypeOf(d)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if !strings.HasPrefix(t.PkgPath(), "github.com/oncebox/watermill-oncebox/dialects/") {
+		return literalForm{}, fmt.Errorf("%w: migrate: Statements writes the SQL of package dialects' dialects, not of %T", oncebox.ErrInvalidInput, d)
+	}
+	switch d.Name() {
+	case "postgres":
 		return literalForm{name: "PostgreSQL", end: ";", now: "now()"}, nil
-	case *dialects.MySQL:
+	case "mysql":
 		return literalForm{name: "MySQL/MariaDB", end: ";", now: "UTC_TIMESTAMP(6)"}, nil
-	case *dialects.Oracle:
+	case "oracle":
 		return literalForm{name: "Oracle", end: "\n/", now: "SYSTIMESTAMP"}, nil
 	}
 	return literalForm{}, fmt.Errorf("%w: migrate: Statements writes the SQL of package dialects' dialects, not of %T", oncebox.ErrInvalidInput, d)

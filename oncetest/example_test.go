@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/oncetest"
 	"github.com/oncebox/watermill-oncebox/publisher"
@@ -33,7 +33,7 @@ func ExampleDrain() {
 	_, _ = pool.Exec(ctx, "DROP SCHEMA IF EXISTS example_oncetest CASCADE; CREATE SCHEMA example_oncetest")
 	defer pool.Exec(ctx, "DROP SCHEMA example_oncetest CASCADE") //nolint:errcheck
 	db := wsql.BeginnerFromPgx(pool)
-	pg, _ := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: "example_oncetest"})
+	pg, _ := postgres.New(oncebox.TablesConfig{Schema: "example_oncetest"})
 	if err := migrate.Migrate(ctx, db, pg); err != nil {
 		panic(err)
 	}

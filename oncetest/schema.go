@@ -11,6 +11,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -43,7 +44,7 @@ func NewSchema(t testing.TB, db wsql.Beginner, dialect string) dialects.Dialect 
 	default:
 		t.Fatalf("oncetest: NewSchema: dialect %q: want postgres or mysql (for oracle, use a table prefix; see the doc)", dialect)
 	}
-	d, err := dialects.New(dialect, oncebox.TablesConfig{Schema: name})
+	d, err := registry.New(dialect, oncebox.TablesConfig{Schema: name})
 	if err != nil {
 		t.Fatalf("oncetest: NewSchema: %v", err)
 	}

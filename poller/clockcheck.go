@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-
-	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
 // The relay's clock against the database's (Config.MaxClockOffset;
@@ -58,7 +56,7 @@ func (p *Poller) checkOn() bool { return p.config.MaxClockOffset > 0 }
 // of the relay's.
 func (p *Poller) readDatabaseClock(ctx context.Context) (clockReading, error) {
 	before := p.config.Clock.Now()
-	db, err := dialects.DatabaseTime(ctx, p.db, p.d)
+	db, err := p.d.DatabaseTime(ctx, p.db)
 	return clockReading{before: before, db: db, after: p.config.Clock.Now()}, err
 }
 

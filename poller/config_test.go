@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
 func TestConfigValidateNamesTheField(t *testing.T) {
 	t.Parallel()
 	require.ErrorContains(t, poller.Config{}.Validate(), "poller: Config.Dialect is nil")
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	require.NoError(t, poller.Config{Dialect: pg}.Validate())
 	err = poller.Config{Dialect: pg, CloseTimeout: -1, JobBatchSize: -1}.Validate()

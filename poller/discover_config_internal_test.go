@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 )
 
 // MaxDiscoveredTypes comes from outbox.max-discovered-types unless the Go
 // field sets it.
 func TestMaxDiscoveredTypesFromTheOutboxConfig(t *testing.T) {
 	t.Parallel()
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	c, _, err := Config{Dialect: pg}.withDefaults()
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/poller"
 	"github.com/oncebox/watermill-oncebox/publisher"
@@ -31,7 +31,7 @@ func Example() {
 	_, _ = pool.Exec(ctx, "DROP SCHEMA IF EXISTS example_relay CASCADE; CREATE SCHEMA example_relay")
 	defer pool.Exec(ctx, "DROP SCHEMA example_relay CASCADE") //nolint:errcheck
 
-	pg, _ := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: "example_relay"})
+	pg, _ := postgres.New(oncebox.TablesConfig{Schema: "example_relay"})
 	if err := migrate.Migrate(ctx, wsql.BeginnerFromPgx(pool), pg); err != nil {
 		panic(err)
 	}

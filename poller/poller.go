@@ -97,7 +97,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 // returned (an error at start, or Close before Run).
 func (p *Poller) Running() chan struct{} { return p.running }
 
-// Run checks that the database can serve the relay (dialects.CheckSchema:
+// Run checks that the database can serve the relay (Dialect.CheckSchema:
 // reachable, migrated, a MySQL DSN with parseTime) and that the relay's
 // clock is within Config.MaxClockOffset of the database's, and returns an
 // error if not; then it starts the poll loops and the jobs and blocks until ctx is
@@ -128,7 +128,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	// failure logged by every poll forever. Later failures are retried.
 	checkCtx, cancelCheck := p.finalizeCtx()
 	err := p.withConn(checkCtx, func() error {
-		if err := dialects.CheckSchema(checkCtx, p.db, p.d); err != nil {
+		if err := p.d.CheckSchema(checkCtx, p.db); err != nil {
 			return err
 		}
 		return p.clockAtStart(checkCtx) // clockcheck.go

@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
 
 func TestConfigValidateNamesTheField(t *testing.T) {
 	t.Parallel()
 	require.ErrorContains(t, publisher.Config{}.Validate(), "publisher: Config.Dialect is nil")
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	require.NoError(t, publisher.Config{Dialect: pg}.Validate())
 	err = publisher.Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{MaxPayloadSize: -1}}}.Validate()
@@ -24,7 +24,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 
 func TestConfigValidateNamesTheWakeQueueFields(t *testing.T) {
 	t.Parallel()
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	err = publisher.Config{Dialect: pg, WakeQueueLimit: 1.5, WakeQueueCheck: -time.Second}.Validate()
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/publisher"
 )
@@ -30,7 +30,7 @@ func Example() {
 	defer pool.Exec(ctx, "DROP SCHEMA example_shop CASCADE") //nolint:errcheck
 
 	// Once, at start-up: the dialect and the tables.
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: "example_shop"})
+	pg, err := postgres.New(oncebox.TablesConfig{Schema: "example_shop"})
 	if err != nil {
 		panic(err)
 	}
@@ -81,7 +81,7 @@ func ExampleNewPublisher_refusesAPool() {
 		panic(err)
 	}
 	defer pool.Close()
-	pg, _ := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	pg, _ := postgres.New(oncebox.TablesConfig{})
 	_, err = publisher.NewPublisher(wsql.BeginnerFromPgx(pool), publisher.Config{Dialect: pg}, nil)
 	fmt.Println(err)
 	// Output:

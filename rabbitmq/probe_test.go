@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/internal/tcpproxy"
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -55,7 +55,7 @@ func TestRelayRefusesAConfirmTimeoutAboveMaxBatchProcessingTime(t *testing.T) {
 	pool, err := pgxpool.New(t.Context(), dbtest.PostgresDSN()) // connects lazily
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{})
+	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	relay := func(pub *rabbitmq.Publisher) error {
 		_, err := poller.New(wsql.BeginnerFromPgx(pool), pub, poller.Config{Dialect: d, EventTypes: []string{"a"}}, nil)

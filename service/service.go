@@ -36,6 +36,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
@@ -244,6 +245,13 @@ func newCache(c oncebox.CacheConfig, fn CacheFunc) (cache.Cache, error) {
 // driver) and the tables section, or checks the one given against both.
 func dialectFor(db wsql.Beginner, cfg oncebox.Config, given dialects.Dialect) (dialects.Dialect, error) {
 	name := cfg.Database
+	if name != "" {
+		known, ok := registry.Lookup(name)
+		if !ok {
+			return nil, fieldErr("database", "must be one of %s, or empty, got %q", strings.Join(registry.Names(), ", "), name)
+		}
+		name = known.Name // "mariadb" is "mysql"
+	}
 	driver, driverName := driverOf(db)
 	switch {
 	case name != "" && driverName != "" && name != driverName:
@@ -266,9 +274,10 @@ func dialectFor(db wsql.Beginner, cfg oncebox.Config, given dialects.Dialect) (d
 		return given, nil
 	}
 	if name == "" {
-		return nil, fieldErr("database", "is empty and the database handle's driver (%s) is not one oncebox knows: set database to postgres, mysql or oracle", driver)
+		return nil, fieldErr("database", "is empty and the database handle's driver (%s) is not one oncebox knows: set database to one of %s",
+			driver, strings.Join(registry.Names(), ", "))
 	}
-	return dialects.New(name, cfg.Tables)
+	return registry.New(name, cfg.Tables)
 }
 
 // driverOf names the type behind db and the database its driver speaks
@@ -277,8 +286,10 @@ func dialectFor(db wsql.Beginner, cfg oncebox.Config, given dialects.Dialect) (d
 func driverOf(db wsql.Beginner) (string, string) {
 	var t reflect.Type
 	switch b := db.(type) {
-	case wsql.PgxBeginner, *wsql.PgxBeginner:
-		return "pgx", "postgres"
+	case wsql.PgxBeginner:
+		t = reflect.TypeOf(b.Conn) // a *pgxpool.Pool or *pgx.Conn
+	case *wsql.PgxBeginner:
+		t = reflect.TypeOf(b.Conn)
 	case wsql.StdSQLBeginner:
 		sdb, ok := b.SQLBeginner.(*stdsql.DB)
 		if !ok {
@@ -288,17 +299,15 @@ func driverOf(db wsql.Beginner) (string, string) {
 	default:
 		return fmt.Sprintf("%T", db), ""
 	}
+	if t == nil {
+		return fmt.Sprintf("%T", db), ""
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	pkg := t.PkgPath()
-	switch {
-	case strings.Contains(pkg, "jackc/pgx"), strings.Contains(pkg, "lib/pq"):
-		return pkg, "postgres"
-	case strings.Contains(pkg, "go-sql-driver/mysql"):
-		return pkg, "mysql"
-	case strings.Contains(pkg, "sijms/go-ora"), strings.Contains(pkg, "godror"):
-		return pkg, "oracle"
+	if d, ok := registry.ForDriverPackage(pkg); ok {
+		return pkg, d.Name
 	}
 	return pkg, ""
 }

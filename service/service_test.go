@@ -14,6 +14,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/service"
@@ -59,7 +60,7 @@ func TestTheDatabaseComesFromTheDriverAndAMismatchIsAnError(t *testing.T) {
 		require.ErrorContains(t, err, "config database: is \""+other+"\" but the database handle's driver")
 
 		// A dialect given as an option must agree with tables.
-		d, err := dialects.New(tg.Name, oncebox.TablesConfig{Schema: b.schema, Prefix: "other_"})
+		d, err := registry.New(tg.Name, oncebox.TablesConfig{Schema: b.schema, Prefix: "other_"})
 		require.NoError(t, err)
 		_, err = service.New(b.Beginner, config(t, "  tables: {schema: %s}\n", b.schema), nil, service.WithDialect(d))
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig)

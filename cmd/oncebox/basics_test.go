@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
@@ -123,10 +123,10 @@ func TestConfigFile(t *testing.T) {
 	// The file is the service's: what LoadConfig refuses, the CLI refuses,
 	// naming the file and the key.
 	for yaml, want := range map[string]string{
-		"oncebox:\n  database: sqlite\n":            `database: must be "postgres", "mysql", "oracle" or empty, got "sqlite"`,
+		"oncebox:\n  database: db2\n":               `database: must be one of postgres, mysql, oracle, or empty, got "db2"`,
 		"oncebox:\n  tables:\n    shema: billing\n": "field shema not found",
 		"oncebox:\n  tables:\n    schema: user\n":   `tables.schema: "user" is a reserved word`,
-		"billing: {}\n": "field billing not found",
+		"billing: {}\n":                             "field billing not found",
 	} {
 		path := writeConfig(t, yaml)
 		r = c.runArgs("", "--config", path, "--dsn", pgtest.DSN(), "status")
@@ -137,9 +137,9 @@ func TestConfigFile(t *testing.T) {
 	r = c.runArgs("", "--config", filepath.Join(t.TempDir(), "missing.yaml"), "status")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "missing.yaml: no such file")
-	r = c.runArgs("", "--database", "sqlite", "migrate", "--print-sql")
+	r = c.runArgs("", "--database", "db2", "migrate", "--print-sql")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `--database must be postgres, mysql or oracle, got "sqlite"`)
+	require.Contains(t, r.stderr, `--database must be one of postgres, mysql, oracle, got "db2"`)
 }
 
 func TestMigratePrintSQL(t *testing.T) {
@@ -147,7 +147,7 @@ func TestMigratePrintSQL(t *testing.T) {
 	c := &cli{t: t}
 	// From the service's file, connecting to nothing.
 	file := writeConfig(t, "oncebox:\n  database: mysql\n  tables:\n    schema: orders\n    prefix: billing_\n")
-	d, err := dialects.New("mysql", oncebox.TablesConfig{Schema: "orders", Prefix: "billing_"})
+	d, err := registry.New("mysql", oncebox.TablesConfig{Schema: "orders", Prefix: "billing_"})
 	require.NoError(t, err)
 	scripts, err := migrate.Statements(d, 0, 0)
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/dlq"
 )
 
@@ -120,9 +120,6 @@ type globals struct {
 	timeout   time.Duration
 }
 
-// databases are the values of --database and of the config's database key.
-var databases = []string{"postgres", "mysql", "oracle"}
-
 // app is one run of the CLI.
 type app struct {
 	env
@@ -205,12 +202,12 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.g.dsn, "dsn", "", "connection string: postgres://…, mysql://user:pass@host:3306/db or oracle://user:pass@host:1521/service (default $ONCEBOX_DSN)")
 	pf.StringVar(&a.g.schema, "schema", "", "schema (MySQL: database) holding the oncebox tables (default: the connection's)")
 	pf.StringVar(&a.g.prefix, "prefix", "", "table name prefix, e.g. billing_")
-	pf.StringVar(&a.g.database, "database", "", "the database: postgres, mysql or oracle (default: told by --dsn or the --config file)")
+	pf.StringVar(&a.g.database, "database", "", "the database: "+strings.Join(registry.Names(), ", ")+" (default: told by --dsn or the --config file)")
 	pf.StringVar(&a.g.config, "config", "", "the service's YAML configuration (oncebox.LoadConfig's): its tables.schema, tables.prefix and database, which flags override")
 	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
 	pf.BoolVar(&a.g.noHeaders, "no-headers", false, "print tables without their header, title and footer lines")
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
-	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(databases, cobra.ShellCompDirectiveNoFileComp))
+	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(registry.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "json")
 	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd(), a.versionCmd())
 	return root
@@ -225,6 +222,12 @@ func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("--config: %w", err)}
 		}
+		if cfg.Database != "" {
+			if _, ok := registry.Lookup(cfg.Database); !ok {
+				return &exitError{code: exitUsage, err: fmt.Errorf("--config: %s: %w: database: must be one of %s, or empty, got %q",
+					a.g.config, oncebox.ErrInvalidConfig, strings.Join(registry.Names(), ", "), cfg.Database)}
+			}
+		}
 		fl := cmd.Flags()
 		if !fl.Changed("schema") {
 			a.g.schema = cfg.Tables.Schema
@@ -236,8 +239,10 @@ func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
 			a.g.database = cfg.Database
 		}
 	}
-	if a.g.database != "" && !slices.Contains(databases, a.g.database) {
-		return usageErr("--database must be postgres, mysql or oracle, got %q", a.g.database)
+	if a.g.database != "" {
+		if _, ok := registry.Lookup(a.g.database); !ok {
+			return usageErr("--database must be one of %s, got %q", strings.Join(registry.Names(), ", "), a.g.database)
+		}
 	}
 	return nil
 }
@@ -271,22 +276,20 @@ type conn struct {
 
 func (c *conn) Close() { c.close() }
 
-// dialectOf tells the database of a DSN: "mysql" for mysql://…, "oracle"
-// for oracle://…, "postgres" for anything else (postgres://… or
-// PostgreSQL's key=value form).
+// dialectOf tells the database of a DSN by its URL scheme, as the registry
+// maps them ("mysql" for mysql://… and mariadb://…, "oracle" for
+// oracle://…); "postgres" for anything else: postgres://… and
+// PostgreSQL's key=value form, which has no scheme.
 func dialectOf(dsn string) string {
-	switch {
-	case strings.HasPrefix(dsn, "mysql://"), strings.HasPrefix(dsn, "mariadb://"):
-		return "mysql"
-	case strings.HasPrefix(dsn, "oracle://"):
-		return "oracle"
+	if db, ok := registry.ForURL(dsn); ok {
+		return db.Name
 	}
 	return "postgres"
 }
 
 // dialect validates --schema and --prefix for the database called name.
 func (a *app) dialect(name string) (dialects.Dialect, error) {
-	d, err := dialects.New(name, oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
+	d, err := registry.New(name, oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
 	if err != nil {
 		return nil, usageErr("--schema/--prefix: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -68,7 +67,7 @@ func logged(l *watermill.CaptureLoggerAdapter, level watermill.LogLevel, part st
 func testDatabaseTimeIsTheServersClockInUTC(t *testing.T, tg Target) {
 	s := setup(t, tg)
 	before := time.Now()
-	at, err := dialects.DatabaseTime(context.Background(), s.Beginner, s.Dialect)
+	at, err := s.Dialect.DatabaseTime(context.Background(), s.Beginner)
 	after := time.Now()
 	require.NoError(t, err)
 	require.Equal(t, time.UTC, at.Location())

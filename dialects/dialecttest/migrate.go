@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -78,7 +78,7 @@ func testMigrate(t *testing.T, tg Target) {
 		cfg.Schema = schema
 	}
 	cfg.Prefix = e.Tables.Prefix + "billing_"
-	d, err := dialects.New(tg.Name, cfg)
+	d, err := registry.New(tg.Name, cfg)
 	require.NoError(t, err)
 	if tg.Name == "oracle" {
 		t.Cleanup(func() {

@@ -7,7 +7,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/pollertest"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
@@ -51,9 +50,9 @@ func testMigrationsAppliedByHand(t *testing.T, tg Target) {
 	latest := len(migrations)
 
 	apply(0, latest-1)
-	require.ErrorContains(t, dialects.CheckSchema(ctx, s.Beginner, s.Dialect), migrations[latest-1].Name)
+	require.ErrorContains(t, s.Dialect.CheckSchema(ctx, s.Beginner), migrations[latest-1].Name)
 	apply(latest-1, 0)
-	require.NoError(t, dialects.CheckSchema(ctx, s.Beginner, s.Dialect))
+	require.NoError(t, s.Dialect.CheckSchema(ctx, s.Beginner))
 
 	ids := s.publish(t, nil, "order-created", 3)
 	rec := newRecorder()

@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -33,8 +34,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/dialecttest"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 // Target is one database the suite runs against.
@@ -225,7 +226,7 @@ func (tg Target) NewEmpty(t testing.TB) *Env {
 	default:
 		t.Fatalf("dbtest: unknown target %q", tg.Name)
 	}
-	d, err := dialects.New(tg.Name, cfg)
+	d, err := registry.New(tg.Name, cfg)
 	require.NoError(t, err)
 	e.Dialect, e.Tables = d, d.Tables()
 	return e
@@ -246,4 +247,18 @@ func (tg Target) Describe() string { return fmt.Sprintf("%s at %s", tg.Name, tg.
 func Never(t testing.TB, cond func() bool, d time.Duration, what string) {
 	t.Helper()
 	dialecttest.Never(t, cond, d, what)
+}
+
+// ClosedPort returns a loopback address nothing listens on.
+func ClosedPort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("dbtest: listen: %v", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatalf("dbtest: close: %v", err)
+	}
+	return addr
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -35,7 +35,7 @@ func DSN() string {
 // Schema is one test's schema: its name, a dialect over it and a pool.
 type Schema struct {
 	Name    string
-	Dialect *dialects.PostgreSQL
+	Dialect *postgres.Dialect
 	Pool    *pgxpool.Pool
 	// Beginner is Pool wrapped for watermill-sql.
 	Beginner wsql.Beginner
@@ -86,7 +86,7 @@ func NewEmptySchema(t testing.TB, opts ...Option) *Schema {
 			t.Errorf("drop schema %s: %v", name, err)
 		}
 	})
-	d, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: name})
+	d, err := postgres.New(oncebox.TablesConfig{Schema: name})
 	require.NoError(t, err)
 	return &Schema{Name: name, Dialect: d, Pool: pool, Beginner: wsql.BeginnerFromPgx(pool)}
 }

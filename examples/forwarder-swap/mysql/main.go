@@ -53,6 +53,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	mysqldialect "github.com/oncebox/watermill-oncebox/dialects/mysql"
 	"github.com/oncebox/watermill-oncebox/examples/forwarder-swap/internal/lottery" // the program's bookkeeping
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/middleware"
@@ -198,7 +199,7 @@ func newApp(ctx context.Context, o options) (*app, func(), error) {
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, dropDB)
-	dialect, err := dialects.NewMySQL(cfg.Tables)
+	dialect, err := mysqldialect.New(cfg.Tables)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -55,6 +55,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/examples/forwarder-swap/internal/lottery" // the program's bookkeeping
 	"github.com/oncebox/watermill-oncebox/kafka"
 	"github.com/oncebox/watermill-oncebox/middleware"
@@ -200,7 +201,7 @@ func newApp(ctx context.Context, o options) (*app, func(), error) {
 		return nil, nil, err
 	}
 	cleanups = append(cleanups, dropDB)
-	dialect, err := dialects.NewPostgreSQL(cfg.Tables)
+	dialect, err := postgres.New(cfg.Tables)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
 	"github.com/oncebox/watermill-oncebox/metrics"
@@ -66,7 +66,7 @@ type Config struct {
 // Server is the orders service. Build it with New, run it with Serve.
 type Server struct {
 	cfg     Config
-	pg      *dialects.PostgreSQL
+	pg      *postgres.Dialect
 	pub     publisher.Config
 	oncebox *service.Service // the relay, when cfg.Relay is set
 	relay   bool
@@ -154,7 +154,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // Dialect is the oncebox dialect of the service's schema (its tables'
 // names), for tools and checks.
-func (s *Server) Dialect() *dialects.PostgreSQL { return s.pg }
+func (s *Server) Dialect() *postgres.Dialect { return s.pg }
 
 // Ready is closed once Serve accepts requests and the relay, if any, runs.
 func (s *Server) Ready() <-chan struct{} { return s.ready }

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -57,11 +57,11 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // Dialect returns oncebox's PostgreSQL dialect for the tables in schema. It
 // also validates schema as a plain identifier (letters, digits, underscores),
 // which is what makes it safe to write into the SQL of this package.
-func Dialect(schema string) (*dialects.PostgreSQL, error) {
+func Dialect(schema string) (*postgres.Dialect, error) {
 	if schema == "" {
 		return nil, fmt.Errorf("schema: empty; every service needs a schema of its own")
 	}
-	pg, err := dialects.NewPostgreSQL(oncebox.TablesConfig{Schema: schema})
+	pg, err := postgres.New(oncebox.TablesConfig{Schema: schema})
 	if err != nil {
 		return nil, fmt.Errorf("schema %q: %w", schema, err)
 	}
@@ -73,7 +73,7 @@ func Dialect(schema string) (*dialects.PostgreSQL, error) {
 // oncebox's tables into the schema with migrate.Migrate. Instances starting
 // together queue on an advisory lock, so CREATE SCHEMA IF NOT EXISTS does
 // not race. It returns the dialect of the schema.
-func Setup(ctx context.Context, pool *pgxpool.Pool, schema string, ddl []string) (*dialects.PostgreSQL, error) {
+func Setup(ctx context.Context, pool *pgxpool.Pool, schema string, ddl []string) (*postgres.Dialect, error) {
 	pg, err := Dialect(schema)
 	if err != nil {
 		return nil, err

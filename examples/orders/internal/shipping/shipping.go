@@ -34,7 +34,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/cache"
-	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/events"
 	"github.com/oncebox/watermill-oncebox/examples/orders/internal/pgdb"
 	"github.com/oncebox/watermill-oncebox/metrics"
@@ -97,7 +97,7 @@ type Stats struct {
 // Service is the shipping consumer. Build it with New, run it with Run.
 type Service struct {
 	cfg     Config
-	pg      *dialects.PostgreSQL
+	pg      *postgres.Dialect
 	topic   string
 	router  *message.Router
 	oncebox *service.Service
@@ -193,7 +193,7 @@ func retryConfig(cfg Config) oncebox.RetryConfig {
 
 // Dialect is the oncebox dialect of the service's schema (its tables'
 // names), for tools and checks.
-func (s *Service) Dialect() *dialects.PostgreSQL { return s.pg }
+func (s *Service) Dialect() *postgres.Dialect { return s.pg }
 
 // Topic is the topic (queue) the service consumes.
 func (s *Service) Topic() string { return s.topic }

@@ -1,0 +1,114 @@
+// Package golden holds what the database packages' golden tests share: the
+// comparison with testdata/, the named statements they render and the
+// statements every database's DLQ store builds. It is imported by tests
+// only.
+package golden
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// Check compares got with testdata/name, or rewrites it with -update.
+func Check(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update in this package to create %s", path)
+	require.Equal(t, string(want), got)
+}
+
+// Query is one statement of a golden file, under its name. It is an
+// unnamed struct type, so that the tests' literals can stay positional.
+type Query = struct {
+	Name string
+	Q    dialects.Query
+}
+
+// At is the time every golden statement is built at.
+var At = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// Render writes each query and its arguments, as the golden files hold
+// them.
+func Render(qs []Query) string {
+	var b strings.Builder
+	for _, c := range qs {
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.Name, c.Q.SQL, c.Q.Args)
+	}
+	return b.String()
+}
+
+// CountDollarParams returns the highest $n of sql.
+func CountDollarParams(sql string) int {
+	high := 0
+	for i := 0; i < len(sql); i++ {
+		if sql[i] != '$' {
+			continue
+		}
+		n := 0
+		for j := i + 1; j < len(sql) && sql[j] >= '0' && sql[j] <= '9'; j++ {
+			n = n*10 + int(sql[j]-'0')
+		}
+		high = max(high, n)
+	}
+	return high
+}
+
+// DLQStore is the DLQ store's statements, built by the functions of one
+// database, in the order and with the arguments of the golden files.
+type DLQStore interface {
+	DLQGet(id oncebox.EventID) dialects.Query
+	DLQGetStatus(id oncebox.EventID) dialects.Query
+	DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query
+	DLQCount(f dialects.DLQFilter) dialects.Query
+	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQDelete(id oncebox.EventID) dialects.Query
+	DLQDeleteMany(ids []oncebox.EventID) dialects.Query
+	DLQDeleteWhere(f dialects.DLQFilter) dialects.Query
+}
+
+// DLQStoreQueries is every DLQ store statement of d, in the order and with
+// the arguments of the golden files of every database.
+func DLQStoreQueries(d DLQStore) []Query {
+	at := At
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	full := dialects.DLQFilter{
+		Statuses:  []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
+		EventType: "order-created", Source: oncebox.DLQSourceConsumer,
+		MovedFrom: at.Add(-time.Hour), MovedTo: at,
+	}
+	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
+	return []Query{
+		{"DLQGet", d.DLQGet(id1)},
+		{"DLQGetStatus", d.DLQGetStatus(id1)},
+		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
+		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
+		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
+		{"DLQCount (every filter)", d.DLQCount(full)},
+		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQDelete", d.DLQDelete(id1)},
+		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
+		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
+		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+	}
+}

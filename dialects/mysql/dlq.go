@@ -1,0 +1,264 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+// mysqlDLQWhere appends the conditions of f to conds, binding their values
+// into args, and returns both. Index: a filter on one status uses (status,
+// moved_at, id); the others are applied to the rows of (moved_at, id).
+func mysqlDLQWhere(f dialects.DLQFilter, conds []string, args []any) ([]string, []any) {
+	if len(f.Statuses) > 0 {
+		conds = append(conds, "status IN "+inList(len(f.Statuses)))
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if f.EventType != "" {
+		conds = append(conds, "event_type = ?")
+		args = append(args, f.EventType)
+	}
+	if f.Source != "" {
+		conds = append(conds, "source = ?")
+		args = append(args, string(f.Source))
+	}
+	if !f.MovedFrom.IsZero() {
+		conds = append(conds, "moved_at >= ?")
+		args = append(args, sqlkit.MicroUTC(f.MovedFrom))
+	}
+	if !f.MovedTo.IsZero() {
+		conds = append(conds, "moved_at < ?")
+		args = append(args, sqlkit.MicroUTC(f.MovedTo))
+	}
+	return conds, args
+}
+
+// DLQGet implements Dialect. Index: the primary key.
+func (d *Dialect) DLQGet(id oncebox.EventID) dialects.Query {
+	return dialects.Query{SQL: "SELECT " + sqlkit.DlqColumns + " FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// DLQGetStatus implements Dialect. Index: the primary key.
+func (d *Dialect) DLQGetStatus(id oncebox.EventID) dialects.Query {
+	return dialects.Query{SQL: "SELECT status FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// mysqlDLQListColumns cuts the payload in SQL, so the server sends at
+// most DLQListPayloadBytes of it per row, and its LENGTH (bytes, a BLOB).
+var mysqlDLQListColumns = sqlkit.DlqListColumns("SUBSTRING(payload, 1, "+sqlkit.DlqListCap+")", "LENGTH(payload)")
+
+// DLQList implements Dialect: keyset pagination in (moved_at, id) order. The
+// key is spelled out as (moved_at > ? OR (moved_at = ? AND id > ?)): MySQL
+// plans a row-value comparison (moved_at, id) > (?, ?) poorly, the expanded
+// form is an index range on (moved_at, id) or (status, moved_at, id). No
+// locks: a plain read. Columns: DLQRecord.ListScanTargets, the payload cut
+// to DLQListPayloadBytes.
+func (d *Dialect) DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
+	conds, args := mysqlDLQWhere(f, nil, nil)
+	if after != nil {
+		at := sqlkit.MicroUTC(after.MovedAt)
+		conds = append(conds, "(moved_at > ? OR (moved_at = ? AND id > ?))")
+		args = append(args, at, at, d.EncodeID(after.ID))
+	}
+	args = append(args, limit)
+	return dialects.Query{
+		SQL:  "SELECT " + mysqlDLQListColumns + "\n  FROM " + d.tables.DLQ + sqlkit.WhereClause(conds) + "\n ORDER BY moved_at, id\n LIMIT ?",
+		Args: args,
+	}
+}
+
+// DLQCount implements Dialect.
+func (d *Dialect) DLQCount(f dialects.DLQFilter) dialects.Query {
+	conds, args := mysqlDLQWhere(f, nil, nil)
+	return dialects.Query{SQL: "SELECT count(*) FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
+}
+
+// DLQSetStatus implements Dialect. Locks: the row lock, which waits for a
+// transfer holding the row; once that commits the row is gone and nothing
+// is changed.
+func (d *Dialect) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	return dialects.Query{
+		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
+ WHERE id = ? AND status IN ` + inList(len(from)),
+		Args: append([]any{string(to), sqlkit.MicroUTC(now), d.EncodeID(id)}, sqlkit.StatusArgs(from)...),
+	}
+}
+
+// DLQSetStatusMany implements Dialect.
+func (d *Dialect) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	args := append([]any{string(to), sqlkit.MicroUTC(now)}, d.ids(ids)...)
+	return dialects.Query{
+		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
+ WHERE id IN ` + inList(len(ids)) + ` AND status IN ` + inList(len(from)),
+		Args: append(args, sqlkit.StatusArgs(from)...),
+	}
+}
+
+// DLQSetStatusWhere implements Dialect. Locks: row locks on every matching
+// row until the statement commits. Index: as DLQList.
+func (d *Dialect) DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	args := append([]any{string(to), sqlkit.MicroUTC(now)}, sqlkit.StatusArgs(from)...)
+	conds, args := mysqlDLQWhere(f, []string{"status IN " + inList(len(from))}, args)
+	return dialects.Query{SQL: "UPDATE " + d.tables.DLQ + " SET status = ?, updated_at = ?" + sqlkit.WhereClause(conds), Args: args}
+}
+
+// DLQDelete implements Dialect.
+func (d *Dialect) DLQDelete(id oncebox.EventID) dialects.Query {
+	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ? AND status <> 'IN_PROCESS'", Args: []any{d.EncodeID(id)}}
+}
+
+// DLQDeleteMany implements Dialect.
+func (d *Dialect) DLQDeleteMany(ids []oncebox.EventID) dialects.Query {
+	return dialects.Query{
+		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id IN " + inList(len(ids)) + " AND status <> 'IN_PROCESS'",
+		Args: d.ids(ids),
+	}
+}
+
+// DLQDeleteWhere implements Dialect. Index: as DLQList.
+func (d *Dialect) DLQDeleteWhere(f dialects.DLQFilter) dialects.Query {
+	conds, args := mysqlDLQWhere(f, []string{"status <> 'IN_PROCESS'"}, nil)
+	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
+}
+
+// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows last
+// updated before cutoff. moved_at is never after updated_at, so the
+// redundant moved_at bound lets the index (status, moved_at, id) range over
+// the old RESOLVED rows only. MySQL has no SKIP LOCKED on DELETE: a row an
+// operator is changing right now is waited for (Exec runs at READ
+// COMMITTED, where only rows still matching are waited for).
+func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+	cutoff = sqlkit.MicroUTC(cutoff)
+	return dialects.Query{
+		SQL: "DELETE FROM " + d.tables.DLQ + ` WHERE status = 'RESOLVED' AND moved_at < ? AND updated_at < ?
+ ORDER BY moved_at, id
+ LIMIT ?`,
+		Args: []any{cutoff, cutoff, limit},
+	}
+}
+
+// dLQTransferSelect is the first statement of TransferDLQToOutbox: lock up
+// to limit TO_RETRY rows, oldest first, skipping rows a concurrent transfer
+// holds. Index: (status, moved_at, id).
+func (d *Dialect) dLQTransferSelect(limit int) dialects.Query {
+	return dialects.Query{
+		SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at\n  FROM " +
+			d.tables.DLQ + `
+ WHERE status = 'TO_RETRY'
+ ORDER BY moved_at, id
+ LIMIT ?
+   FOR UPDATE SKIP LOCKED`,
+		Args: []any{limit},
+	}
+}
+
+// dLQTransferInsert is the second statement of TransferDLQToOutbox: the
+// events, PENDING, retry_count 0, due now; an event id already in the
+// outbox is re-armed exactly as on PostgreSQL (content from the DLQ row,
+// PENDING, retry_count 0, due now, claim and failure cleared, created_at
+// kept). Each row's event id and metadata are computed by the caller.
+func (d *Dialect) dLQTransferInsert(rows []dialects.EventRow, now time.Time) dialects.Query {
+	now = sqlkit.MicroUTC(now)
+	args := make([]any, 0, len(rows)*10)
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + d.tables.Events + ` (id, event_type, topic, partition_key, message_uuid, payload,
+    metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES `)
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,'PENDING',0,?,?,?)")
+		key := sqlkit.Nullable(r.Key)
+		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID, sqlkit.NonNilBytes(r.Payload),
+			r.Metadata, now, sqlkit.MicroUTC(r.CreatedAt), now)
+	}
+	b.WriteString(`
+ON DUPLICATE KEY UPDATE
+    event_type = VALUES(event_type), topic = VALUES(topic), partition_key = VALUES(partition_key),
+    message_uuid = VALUES(message_uuid), payload = VALUES(payload), metadata = VALUES(metadata),
+    status = 'PENDING', retry_count = 0, next_retry_at = VALUES(next_retry_at),
+    claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL,
+    updated_at = VALUES(updated_at)`)
+	return dialects.Query{SQL: b.String(), Args: args}
+}
+
+// dLQDeleteID is the last statement of TransferDLQToOutbox, once per
+// transferred row: remove it from the DLQ by primary key (one row per
+// statement: see eventsDelete).
+func (d *Dialect) dLQDeleteID(id oncebox.EventID) dialects.Query {
+	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
+}
+
+// dLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// idle TransferDLQToOutbox run stops there. Index: (status, moved_at, id).
+func (d *Dialect) dLQToRetryProbe() dialects.Query {
+	return dialects.Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' LIMIT 1"}
+}
+
+// TransferDLQToOutbox implements Dialect: dLQToRetryProbe, then dLQTransferSelect,
+// dLQTransferInsert and dLQDeleteID per row in one READ COMMITTED transaction, so a
+// crash leaves each row on one side and concurrent transfers take disjoint
+// rows. What PostgreSQL's statement computes is computed here: the event id
+// is the row's event_id or, for a consumed message that had none, the DLQ
+// row's own id; the metadata gets oncebox_event_id and oncebox_event_type;
+// rows sharing an event id become one event, the latest moved row winning.
+func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
+	if found, err := sqlkit.Exists(ctx, db, d.dLQToRetryProbe()); err != nil || !found {
+		return 0, err
+	}
+	moved := 0
+	err := relayTx.Run(ctx, db, func(tx wsql.Tx) error {
+		moved = 0
+		picked, err := d.queryTransfer(ctx, tx, limit)
+		if err != nil || len(picked) == 0 {
+			return err
+		}
+		events, err := sqlkit.TransferEvents(picked)
+		if err != nil {
+			return err
+		}
+		if err := sqlkit.Chunks(events, mysqlMaxBindParams/10, func(rows []dialects.EventRow) error {
+			_, err := sqlkit.ExecAffected(ctx, tx, d.dLQTransferInsert(rows, now))
+			return err
+		}); err != nil {
+			return err
+		}
+		ids := make([]oncebox.EventID, len(picked))
+		for i := range picked {
+			ids[i] = picked[i].ID
+		}
+		moved, err = deleteEach(ctx, tx, ids, d.dLQDeleteID)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return moved, nil
+}
+
+func (d *Dialect) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]sqlkit.TransferRow, error) {
+	q := d.dLQTransferSelect(limit)
+	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sqlkit.TransferRow
+	for rows.Next() {
+		var r sqlkit.TransferRow
+		if err := rows.Scan(&r.ID, &r.EventID, &r.EventType, &r.Topic, &r.Key, &r.MessageUUID, &r.Payload,
+			&r.Metadata, &r.CreatedAt, &r.MovedAt); err != nil {
+			return nil, sqlkit.ScanHint(fmt.Errorf("scan: %w", err))
+		}
+		out = append(out, r)
+	}
+	return out, sqlkit.RowsErr(rows)
+}

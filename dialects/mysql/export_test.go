@@ -1,0 +1,72 @@
+package mysql
+
+import (
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+)
+
+func (d *Dialect) DLQDeleteID(id oncebox.EventID) dialects.Query { return d.dLQDeleteID(id) }
+
+func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dLQToRetryProbe() }
+
+func (d *Dialect) DLQTransferInsert(rows []dialects.EventRow, now time.Time) dialects.Query {
+	return d.dLQTransferInsert(rows, now)
+}
+
+func (d *Dialect) DLQTransferSelect(limit int) dialects.Query { return d.dLQTransferSelect(limit) }
+
+func (d *Dialect) EventsClaimCandidates(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimCandidates(p)
+}
+
+func (d *Dialect) EventsClaimWalk(p dialects.ClaimParams) dialects.Query { return d.eventsClaimWalk(p) }
+
+func (d *Dialect) EventsClaimLockCandidates(p dialects.ClaimParams, ids []oncebox.EventID) dialects.Query {
+	return d.eventsClaimLockCandidates(p, ids)
+}
+
+func (d *Dialect) EventsClaimProbe(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimProbe(p)
+}
+
+func (d *Dialect) EventsClaimSelect(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimSelect(p)
+}
+
+func (d *Dialect) EventsClaimUpdate(p dialects.ClaimParams, ids []oncebox.EventID) dialects.Query {
+	return d.eventsClaimUpdate(p, ids)
+}
+
+func (d *Dialect) EventsCopyToDLQ(ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsCopyToDLQ(ids, now)
+}
+
+func (d *Dialect) EventsDelete(id oncebox.EventID) dialects.Query { return d.eventsDelete(id) }
+
+func (d *Dialect) EventsFailedProbe() dialects.Query { return d.eventsFailedProbe() }
+
+func (d *Dialect) EventsInProcessProbe() dialects.Query { return d.eventsInProcessProbe() }
+
+func (d *Dialect) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) dialects.Query {
+	return d.eventsLockClaimed(token, ids)
+}
+
+func (d *Dialect) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsMarkProcessed(token, ids, now)
+}
+
+func (d *Dialect) EventsMoveSelect(limit int) dialects.Query { return d.eventsMoveSelect(limit) }
+
+func (d *Dialect) InboxInsertMany(consumer string, ids []string, now time.Time) dialects.Query {
+	return d.inboxInsertMany(consumer, ids, now)
+}
+
+func (d *Dialect) InboxSelectPresent(consumer string, ids []string) dialects.Query {
+	return d.inboxSelectPresent(consumer, ids)
+}
+
+func (d *Dialect) LeaseInsert(l dialects.Lease) dialects.Query { return d.leaseInsert(l) }
+
+func (d *Dialect) LeaseTake(l dialects.Lease) dialects.Query { return d.leaseTake(l) }

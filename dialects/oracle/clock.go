@@ -1,0 +1,26 @@
+package oracle
+
+import (
+	"context"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+// DatabaseNow implements Dialect: SYSTIMESTAMP (the server's clock, not
+// the session's CURRENT_TIMESTAMP) in UTC.
+func (d *Dialect) DatabaseNow() dialects.Query {
+	return dialects.Query{SQL: "SELECT " + sqlkit.OracleNowUTC + " FROM DUAL"}
+}
+
+// DatabaseTime implements dialects.Dialect.
+func (d *Dialect) DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error) {
+	return sqlkit.DatabaseTime(ctx, db, d)
+}
+
+// CheckSchema implements dialects.Dialect.
+func (d *Dialect) CheckSchema(ctx context.Context, db wsql.ContextExecutor) error {
+	return sqlkit.CheckSchema(ctx, db, d)
+}

@@ -1,0 +1,73 @@
+package oracle
+
+import (
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+// EventInsertColumnsForTest is the column list of EventsInsert, for the
+// external tests.
+const EventInsertColumnsForTest = sqlkit.EventInsertColumns
+
+func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dLQToRetryProbe() }
+
+func (d *Dialect) DLQTransferDelete(ids []oncebox.EventID) dialects.Query {
+	return d.dLQTransferDelete(ids)
+}
+
+func (d *Dialect) DLQTransferInsert(r dialects.EventRow, now time.Time) dialects.Query {
+	return d.dLQTransferInsert(r, now)
+}
+
+func (d *Dialect) DLQTransferLock() dialects.Query { return d.dLQTransferLock() }
+
+func (d *Dialect) DLQTransferRearm(r dialects.EventRow, now time.Time) dialects.Query {
+	return d.dLQTransferRearm(r, now)
+}
+
+func (d *Dialect) EventsClaimCandidates(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimCandidates(p)
+}
+
+func (d *Dialect) EventsClaimWalk(p dialects.ClaimParams) dialects.Query { return d.eventsClaimWalk(p) }
+
+func (d *Dialect) EventsClaimLock(p dialects.ClaimParams) dialects.Query { return d.eventsClaimLock(p) }
+
+func (d *Dialect) EventsClaimLockCandidates(p dialects.ClaimParams, ids []oncebox.EventID) dialects.Query {
+	return d.eventsClaimLockCandidates(p, ids)
+}
+
+func (d *Dialect) EventsClaimProbe(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimProbe(p)
+}
+
+func (d *Dialect) EventsClaimUpdate(p dialects.ClaimParams, ids []oncebox.EventID) dialects.Query {
+	return d.eventsClaimUpdate(p, ids)
+}
+
+func (d *Dialect) EventsFailedProbe() dialects.Query { return d.eventsFailedProbe() }
+
+func (d *Dialect) EventsInProcessProbe() dialects.Query { return d.eventsInProcessProbe() }
+
+func (d *Dialect) EventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID) dialects.Query {
+	return d.eventsLockClaimed(token, ids)
+}
+
+func (d *Dialect) EventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsMarkProcessed(token, ids, now)
+}
+
+func (d *Dialect) EventsMoveCopy(ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsMoveCopy(ids, now)
+}
+
+func (d *Dialect) EventsMoveDelete(ids []oncebox.EventID) dialects.Query {
+	return d.eventsMoveDelete(ids)
+}
+
+func (d *Dialect) EventsMoveLock() dialects.Query { return d.eventsMoveLock() }
+
+func (d *Dialect) LeaseAcquire(l dialects.Lease) dialects.Query { return d.leaseAcquire(l) }

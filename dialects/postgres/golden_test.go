@@ -1,0 +1,144 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/golden"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+)
+
+func TestPostgreSQLMigrationsGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
+	require.NoError(t, err)
+	ms, err := d.Migrations()
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	var b strings.Builder
+	for _, m := range ms {
+		require.Positive(t, m.Version)
+		for i, s := range m.Statements {
+			require.NotContains(t, s, "{{", "%s statement %d is fully rendered", m.Name, i)
+			fmt.Fprintf(&b, "-- %s #%02d\n%s;\n\n", m.Name, i, s)
+		}
+	}
+	golden.Check(t, "postgres_migrations.sql", b.String())
+}
+
+func TestPostgreSQLEventsInsertGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
+	q := d.EventsInsert([]dialects.EventRow{
+		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+	})
+	golden.Check(t, "postgres_events_insert.sql", q.SQL+"\n")
+	require.Equal(t, []any{
+		id1.String(), "a", "ta", "k", "m1", []byte("p"), "{}", at,
+		id2.String(), "a", "ta", nil, "m2", []byte{}, "{}", at,
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes")
+
+	// The one-row statement is built once and reused.
+	one := d.EventsInsert([]dialects.EventRow{{ID: id1, CreatedAt: at}})
+	require.Equal(t, strings.Count(one.SQL, "$"), 10)
+	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+}
+
+func TestPostgreSQLRelayGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	var b strings.Builder
+	for _, c := range []golden.Query{
+		{"EventsClaim", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: golden.At, Instance: "host-1"})},
+		{"EventsClaim (ordering: key)", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: golden.At, Instance: "host-1",
+			ByKey: true})},
+		{"EventsClaim (ordering: key, on-failure: block)", d.EventsClaim(dialects.ClaimParams{EventType: "a", Limit: 200, Token: oncebox.EventID{0x01}, Now: golden.At,
+			Instance: "host-1", ByKey: true, BlockOnFailure: true})},
+		{"EventsDueTypes (discovery, first page)", d.EventsDueTypes(golden.At, "", 100)},
+		{"EventsDueTypes (discovery, next page)", d.EventsDueTypes(golden.At, "b", 100)},
+		{"EventsMarkProcessed", d.EventsMarkProcessed(oncebox.EventID{0x01}, []oncebox.EventID{{0x0a}, {0x0b}}, golden.At)},
+		{"EventsMarkProcessedClaims (a merged finalize: the token of each row's claim)", d.EventsMarkProcessedClaims([]dialects.ClaimIDs{
+			{Token: oncebox.EventID{0x01}, IDs: []oncebox.EventID{{0x0a}, {0x0b}}},
+			{Token: oncebox.EventID{0x02}, IDs: []oncebox.EventID{{0x0c}}},
+		}, golden.At)},
+	} {
+		require.Len(t, c.Q.Args, golden.CountDollarParams(c.Q.SQL), "%s: one argument per placeholder", c.Name)
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.Name, c.Q.SQL, c.Q.Args)
+	}
+	golden.Check(t, "postgres_relay.sql", b.String())
+}
+
+func TestPostgreSQLFeatures(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	f := d.Features()
+	require.Equal(t, dialects.PlaceholderDollar, f.Placeholder)
+	require.True(t, f.Returning)
+	require.Equal(t, dialects.SkipLockedCTE, f.SkipLocked)
+	require.Equal(t, "uuid", f.IDType)
+	require.Equal(t, dialects.InsertOnConflictDoNothing, f.InsertIgnore)
+	require.Len(t, d.MigrationLock(), 1)
+	require.Contains(t, d.MigrationLock()[0].SQL, "pg_advisory_xact_lock")
+	require.Empty(t, d.MigrationUnlock(), "the transaction-level lock goes with the commit")
+}
+
+func TestPostgreSQLDLQGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	at := golden.At
+	var b strings.Builder
+	for _, c := range append(golden.DLQStoreQueries(d),
+		golden.Query{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
+		golden.Query{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
+		golden.Query{"DLQConsumerPayload", d.DLQConsumerPayload(oncebox.EventID{0x01}, "h")},
+	) {
+		require.Len(t, c.Q.Args, golden.CountDollarParams(c.Q.SQL), "%s: one argument per placeholder", c.Name)
+		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.Name, c.Q.SQL, c.Q.Args)
+	}
+	golden.Check(t, "postgres_dlq.sql", b.String())
+}
+
+// heartbeatRecoverParams are the golden files' recovery bounds: the
+// defaults' 300s and 12s before golden.At.
+var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefore: golden.At.Add(-300 * time.Second),
+	StaleBefore: golden.At.Add(-12 * time.Second), Limit: 1000}
+
+func TestPostgreSQLHeartbeatGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	qs := []golden.Query{
+		{"InstanceHeartbeat", d.InstanceHeartbeat("host-1", golden.At)},
+		{"InstanceEnd", d.InstanceEnd("host-1")},
+		{"InstancesDeleteBefore", d.InstancesDeleteBefore(golden.At.Add(-5 * time.Minute))},
+		{"RecoverStale: EventsRecoverStale", d.EventsRecoverStale(heartbeatRecoverParams)},
+	}
+	for _, c := range qs {
+		require.Len(t, c.Q.Args, golden.CountDollarParams(c.Q.SQL), "%s: one argument per placeholder", c.Name)
+	}
+	golden.Check(t, "postgres_heartbeat.sql", golden.Render(qs))
+}
+
+// The stale bound and the processing bound are each bound where they are
+// used, in the order the placeholders appear: a swap would recover live
+// instances' claims after the heartbeat timeout.
+func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
+	t.Parallel()
+	p := heartbeatRecoverParams
+	pg, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	require.Equal(t, []any{p.Now, p.StaleBefore, p.ClaimedBefore, p.Limit}, pg.EventsRecoverStale(p).Args)
+}
