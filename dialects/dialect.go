@@ -1,7 +1,6 @@
 package dialects
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"hash/fnv"
@@ -9,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
@@ -50,194 +48,12 @@ type Dialect interface {
 	// (text for PostgreSQL's uuid, 16 bytes for BINARY(16) and RAW(16)).
 	EncodeID(id oncebox.EventID) any
 
-	// Migrations returns the schema's migrations, rendered for Tables().
-	Migrations() ([]Migration, error)
-	// MigrationLock returns the statements that take the lock serialising
-	// concurrent migrations; they run first in the migration transaction.
-	MigrationLock() []Query
-	// SchemaCreate returns the statements that create the configured schema
-	// when it is missing (none without a schema); they run under the lock.
-	SchemaCreate() []Query
-	// MigrationUnlock returns the statements that release that lock; they run
-	// last, before commit (empty when the lock is released by the commit).
-	MigrationUnlock() []Query
-	// MigrationsTableCreate creates, if missing, the table of applied
-	// migration versions.
-	MigrationsTableCreate() Query
-	// MigrationsSelect selects the applied versions, one integer per row.
-	MigrationsSelect() Query
-	// MigrationsInsert records version as applied at the given time.
-	MigrationsInsert(version int, name string, at time.Time) Query
-
-	// EventsDueTypes selects, in order, up to limit distinct event types
-	// greater than after (the whole range when after is "") that have a
-	// PENDING row, with two columns: the type, and 1 when one of its PENDING
-	// rows is due at now, else 0. It is the relay's discovery of types nobody
-	// configured, which pages through the types with after. It probes the
-	// claim index once or twice per type (a loose index scan: the first
-	// entry of each type, then its earliest next_retry_at), so its cost
-	// grows with the number of types that have PENDING rows, never with the
-	// number of rows: rows waiting for a retry are not read.
-	EventsDueTypes(now time.Time, after string, limit int) Query
-	// EventsInsert inserts rows into the outbox table in one statement. The
-	// caller keeps len(rows) at most MaxRowsPerInsert().
-	EventsInsert(rows []EventRow) Query
-	// MaxRowsPerInsert is the most rows EventsInsert can take in one
-	// statement, bounded by the database's limit on bind parameters.
-	MaxRowsPerInsert() int
-	// EventsList selects every row of the outbox table in id order
-	// (publish order within a process), whatever its status, columns in
-	// the order of StoredEvent.ScanTargets. It scans the whole table: for
-	// tests (package oncetest) and tools, not for the relay.
-	EventsList() Query
-
-	// Claim locks up to p.Limit due PENDING rows of p.EventType that no other
-	// claimer holds, flips them to IN_PROCESS with p.Token and returns them,
-	// committed before it returns: one statement on PostgreSQL, a
-	// select-for-update-skip-locked then an update in one READ COMMITTED
-	// transaction on MySQL and Oracle.
-	Claim(ctx context.Context, db wsql.Beginner, p ClaimParams) ([]ClaimedEvent, error)
-	// MarkProcessed marks ids PROCESSED where the claim token matches and
-	// returns the ids it marked.
-	MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error)
-	// Exec runs one of the relay's single statements (EventsMarkFailed,
-	// EventsRelease, EventsRecover, EventsDeleteProcessed, DLQDeleteResolved,
-	// InboxDeleteBefore) in its own transaction at the relay's isolation
-	// level (READ COMMITTED on MySQL whatever the server's default) and
-	// returns the rows it affected.
-	Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error)
-	// Backlog counts the outbox rows by event type and status with the
-	// oldest created_at of each group, and the DLQ rows by source and status
-	// (oldest NULL): columns kind ('outbox' or 'dlq'), key, status, count,
-	// oldest.
-	Backlog() Query
-
-	// EventsMarkFailed writes each row's new state after a failed send where
-	// the claim token matches.
-	EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query
-	// EventsRelease returns ids to PENDING, where the token matches, without
-	// counting an attempt.
-	EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
-	// EventsRecover returns up to limit rows IN_PROCESS since before cutoff
-	// to PENDING without counting an attempt.
-	EventsRecover(cutoff, now time.Time, limit int) Query
-	// MoveToDLQ moves up to limit FAILED rows to the DLQ table atomically
-	// and returns how many it moved.
-	MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
-	// EventsDeleteProcessed deletes up to limit PROCESSED rows updated
-	// before cutoff.
-	EventsDeleteProcessed(cutoff time.Time, limit int) Query
-	// AcquireLease takes the job lease l unless a live lease is held, and
-	// reports whether it took it.
-	AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error)
-	// LeaseRelease ends the lease l.Owner took at l.LockedAt at l.Until.
-	LeaseRelease(l Lease) Query
-
-	// InboxInsert records one id for consumer unless present; one affected
-	// row means new.
-	InboxInsert(consumer, id string, now time.Time) Query
-	// InboxRecordMany records ids for consumer in the caller's transaction tx
-	// and returns those that were new. ids holds no repeats. An id a
-	// concurrent transaction inserted first is not new.
-	InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error)
-	// InboxDeleteBefore deletes up to limit ids processed before cutoff.
-	InboxDeleteBefore(cutoff time.Time, limit int) Query
-	// DLQUpsertConsumer stores a poison message, or counts one more attempt
-	// on the row the same message and handler already have.
-	DLQUpsertConsumer(r DLQRow) Query
-	// DLQConsumerPayload selects the payload (one binary column) of the
-	// consumer-side row of eventID and handler, which DLQUpsertConsumer
-	// would count one more attempt on; no row when there is none. The
-	// poison queue reads it to tell a redelivery from another message that
-	// carries the same event id.
-	DLQConsumerPayload(eventID oncebox.EventID, handler string) Query
-
-	// DLQGet selects one DLQ row by id, columns in the order of
-	// DLQRecord.ScanTargets; no row when it does not exist.
-	DLQGet(id oncebox.EventID) Query
-	// DLQGetStatus selects the status of one DLQ row, one text column; no
-	// row when it does not exist.
-	DLQGetStatus(id oncebox.EventID) Query
-	// DLQList selects up to limit rows matching f in (moved_at, id) order,
-	// after the key when it is not nil, columns in the order of
-	// DLQRecord.ListScanTargets: the payload cut to DLQListPayloadBytes
-	// (where the database can), then its full size.
-	DLQList(f DLQFilter, after *DLQKey, limit int) Query
-	// DLQCount counts the rows matching f, one integer.
-	DLQCount(f DLQFilter) Query
-	// DLQSetStatus sets row id to status to if its status is one of from;
-	// one affected row means changed.
-	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
-	// DLQSetStatusMany sets the rows of ids whose status is one of from to
-	// status to; the affected count is the rows changed. The caller keeps
-	// len(ids) within Features.MaxInList when it is set.
-	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
-	// DLQSetStatusWhere sets the rows matching f whose status is one of from
-	// to status to; the affected count is the rows changed.
-	DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
-	// DLQDelete deletes row id unless it is IN_PROCESS; one affected row
-	// means deleted.
-	DLQDelete(id oncebox.EventID) Query
-	// DLQDeleteMany deletes the rows of ids that are not IN_PROCESS; the
-	// affected count is the rows deleted.
-	DLQDeleteMany(ids []oncebox.EventID) Query
-	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS;
-	// the affected count is the rows deleted.
-	DLQDeleteWhere(f DLQFilter) Query
-	// TransferDLQToOutbox moves up to limit TO_RETRY rows back to the outbox
-	// (PENDING, retry_count 0, due now; an event id already there is
-	// re-armed) and removes them from the DLQ atomically, and returns the
-	// number of DLQ rows moved.
-	TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
-	// DLQDeleteResolved deletes up to limit RESOLVED rows last updated
-	// before cutoff.
-	DLQDeleteResolved(cutoff time.Time, limit int) Query
-
-	// Notify builds the statement that, run in a transaction, wakes the
-	// relays listening on channel with payload once the transaction commits
-	// (PostgreSQL's pg_notify; see NotifyChannel). A zero Query (empty SQL)
-	// means the database cannot: MySQL/MariaDB and Oracle relays poll only.
-	Notify(channel, payload string) Query
-
-	// Heartbeats and the recovery of a dead instance's claims (migration
-	// 3; see docs/design.md, "Recovery").
-
-	// InstanceHeartbeat records that instance is alive at at: its row in
-	// the instances table, inserted or updated.
-	InstanceHeartbeat(instance string, at time.Time) Query
-	// InstanceEnd deletes the heartbeat row of instance (at Close).
-	InstanceEnd(instance string) Query
-	// InstancesDeleteBefore deletes the heartbeat rows older than cutoff:
-	// instances gone without Close.
-	InstancesDeleteBefore(cutoff time.Time) Query
-	// EventsRecoverStale returns up to p.Limit IN_PROCESS rows to PENDING
-	// without counting an attempt: those claimed before p.ClaimedBefore
-	// (max-batch-processing-time, whoever holds them), and those claimed
-	// before p.StaleBefore by an instance whose heartbeat is older than
-	// p.StaleBefore or missing. Claims without claimed_by (taken before
-	// migration 3) only go by the first bound.
-	EventsRecoverStale(p RecoverParams) Query
-	// RecoverStale runs EventsRecoverStale and reports the rows it
-	// recovered, whether any row was IN_PROCESS (someone's claim is in
-	// flight, so the caller keeps watching) and the database's clock, in
-	// UTC, read by the first statement (for the relay's clock check,
-	// docs/design.md, "Clocks"): one statement on PostgreSQL; on MySQL and
-	// Oracle a plain-read probe, then the update only when a row is
-	// IN_PROCESS.
-	RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (recovered int, inProcess bool, dbNow time.Time, err error)
-
-	// DatabaseNow reads the database's current time, in UTC, as one row
-	// of one column (see DatabaseTime).
-	DatabaseNow() Query
-	// DatabaseTime reads the database's current time with DatabaseNow, in
-	// UTC.
-	DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error)
-	// CheckSchema tells whether db can serve the dialect's tables: the
-	// database answers, every migration has been applied, and a timestamp
-	// reads back as a time (MySQL's DSN needs parseTime=true). The relay
-	// runs it when it starts, so that a relay whose database cannot work
-	// returns an error from Run instead of logging the same failure forever.
-	CheckSchema(ctx context.Context, db wsql.ContextExecutor) error
+	Migrator
+	OutboxWriter
+	Relay
+	Inbox
+	DLQStore
+	Inspector
 }
 
 // Tables holds the qualified names of the oncebox tables, ready to be

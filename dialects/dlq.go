@@ -3,7 +3,7 @@ package dialects
 import (
 	"time"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
 // DLQFilter selects DLQ rows. Zero fields do not filter. The dlq package
@@ -72,3 +72,39 @@ func (r *DLQRecord) ListScanTargets() []any {
 // listing is built in memory, and a page of 1,000 rows of megabyte payloads
 // would be a gigabyte. DLQGet reads the whole payload.
 const DLQListPayloadBytes = 4096
+
+// DLQStore is what the DLQ store (package dlq) asks of the dialect.
+type DLQStore interface {
+	// DLQGet selects one DLQ row by id, columns in the order of
+	// DLQRecord.ScanTargets; no row when it does not exist.
+	DLQGet(id oncebox.EventID) Query
+	// DLQGetStatus selects the status of one DLQ row, one text column; no
+	// row when it does not exist.
+	DLQGetStatus(id oncebox.EventID) Query
+	// DLQList selects up to limit rows matching f in (moved_at, id) order,
+	// after the key when it is not nil, columns in the order of
+	// DLQRecord.ListScanTargets: the payload cut to DLQListPayloadBytes
+	// (where the database can), then its full size.
+	DLQList(f DLQFilter, after *DLQKey, limit int) Query
+	// DLQCount counts the rows matching f, one integer.
+	DLQCount(f DLQFilter) Query
+	// DLQSetStatus sets row id to status to if its status is one of from;
+	// one affected row means changed.
+	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQSetStatusMany sets the rows of ids whose status is one of from to
+	// status to; the affected count is the rows changed. The caller keeps
+	// len(ids) within Features.MaxInList when it is set.
+	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQSetStatusWhere sets the rows matching f whose status is one of from
+	// to status to; the affected count is the rows changed.
+	DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQDelete deletes row id unless it is IN_PROCESS; one affected row
+	// means deleted.
+	DLQDelete(id oncebox.EventID) Query
+	// DLQDeleteMany deletes the rows of ids that are not IN_PROCESS; the
+	// affected count is the rows deleted.
+	DLQDeleteMany(ids []oncebox.EventID) Query
+	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS;
+	// the affected count is the rows deleted.
+	DLQDeleteWhere(f DLQFilter) Query
+}

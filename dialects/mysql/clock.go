@@ -19,8 +19,3 @@ func (d *Dialect) DatabaseNow() dialects.Query {
 func (d *Dialect) DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error) {
 	return sqlkit.DatabaseTime(ctx, db, d)
 }
-
-// CheckSchema implements dialects.Dialect.
-func (d *Dialect) CheckSchema(ctx context.Context, db wsql.ContextExecutor) error {
-	return sqlkit.CheckSchema(ctx, db, d)
-}

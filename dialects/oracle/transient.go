@@ -1,6 +1,8 @@
 package oracle
 
-import "strings"
+import (
+	"strings"
+)
 
 // transientCodes are the ORA- errors a later try may not meet: deadlock,
 // resource busy, end-of-file on the channel, not connected, no listener,

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"context"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
@@ -75,4 +77,12 @@ func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) di
 		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = $1 AND source = 'consumer' AND handler_name = $2",
 		Args: []any{d.EncodeID(eventID), handler},
 	}
+}
+
+// InboxRecordMany implements Dialect with the one statement of
+// inboxInsertMany: ON CONFLICT DO NOTHING RETURNING gives the new ids, and a
+// concurrent insert of the same id makes the statement wait for the other
+// transaction, then skip the id if it committed.
+func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
+	return sqlkit.QueryStrings(ctx, tx, d.inboxInsertMany(consumer, ids, now))
 }

@@ -1,4 +1,4 @@
-package mysql
+package postgres
 
 import (
 	"github.com/oncebox/watermill-oncebox/dialects"
@@ -7,3 +7,8 @@ import (
 
 // EventsList implements Dialect.
 func (d *Dialect) EventsList() dialects.Query { return sqlkit.EventsList(d.tables) }
+
+// Backlog implements Dialect.
+func (d *Dialect) Backlog() dialects.Query {
+	return dialects.Query{SQL: sqlkit.BacklogSQL(d.tables, "NULL::timestamptz")}
+}

@@ -1,0 +1,40 @@
+package mysql
+
+import (
+	"strings"
+
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+// MaxRowsPerInsert implements Dialect.
+func (d *Dialect) MaxRowsPerInsert() int { return mysqlMaxBindParams / sqlkit.EventInsertParams }
+
+// EventsInsert implements Dialect: one multi-row INSERT of eight parameters
+// per row. MySQL placeholders cannot be reused, so the creation time is
+// written into next_retry_at and updated_at by referring to the created_at
+// value of the same row.
+func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
+	args := make([]any, 0, len(rows)*sqlkit.EventInsertParams)
+	for _, r := range rows {
+		key := sqlkit.Nullable(r.Key)
+		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID,
+			sqlkit.NonNilBytes(r.Payload), r.Metadata, sqlkit.MicroUTC(r.CreatedAt))
+	}
+	var b strings.Builder
+	b.Grow(200 + len(rows)*44)
+	b.WriteString("INSERT INTO " + d.tables.Events +
+		" (id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at," +
+		" status, retry_count, next_retry_at, updated_at) VALUES ")
+	for i := range rows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,'PENDING',0,created_at,created_at)")
+	}
+	return dialects.Query{SQL: b.String(), Args: args}
+}
+
+// Notify implements Dialect: MySQL and MariaDB have no notification on
+// commit, so the relay polls only.
+func (d *Dialect) Notify(string, string) dialects.Query { return dialects.Query{} }

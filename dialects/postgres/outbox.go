@@ -1,0 +1,64 @@
+package postgres
+
+import (
+	"strconv"
+
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+// MaxRowsPerInsert implements Dialect.
+func (d *Dialect) MaxRowsPerInsert() int { return postgresMaxBindParams / sqlkit.EventInsertParams }
+
+// EventsInsert implements Dialect: one multi-row INSERT. Each row takes eight
+// parameters; the creation time is bound once and used for next_retry_at,
+// created_at and updated_at.
+func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
+	args := make([]any, 0, len(rows)*sqlkit.EventInsertParams)
+	for _, r := range rows {
+		key := sqlkit.Nullable(r.Key)
+		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID,
+			sqlkit.NonNilBytes(r.Payload), r.Metadata, r.CreatedAt)
+	}
+	if len(rows) == 1 && d.insert1 != "" {
+		return dialects.Query{SQL: d.insert1, Args: args}
+	}
+	return dialects.Query{SQL: d.eventsInsertSQL(len(rows)), Args: args}
+}
+
+// eventsInsertSQL builds the INSERT text for n rows.
+func (d *Dialect) eventsInsertSQL(n int) string {
+	b := make([]byte, 0, 160+n*48)
+	b = append(b, "INSERT INTO "...)
+	b = append(b, d.tables.Events...)
+	b = append(b, " ("+sqlkit.EventInsertColumns+") VALUES "...)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		base := i * sqlkit.EventInsertParams
+		b = append(b, '(')
+		for k := 1; k <= 7; k++ {
+			b = append(b, '$')
+			b = strconv.AppendInt(b, int64(base+k), 10)
+			b = append(b, ',')
+		}
+		b = append(b, "'PENDING',0"...)
+		for range 3 {
+			b = append(b, ",$"...)
+			b = strconv.AppendInt(b, int64(base+8), 10)
+		}
+		b = append(b, ')')
+	}
+	return string(b)
+}
+
+// Notify implements Dialect: pg_notify takes the channel as text, so it
+// needs no quoting. PostgreSQL delivers the notification only if the
+// transaction commits and folds identical ones of a transaction into one;
+// the commit takes a global lock on the notification queue, which is why
+// the publisher limits how often it notifies (docs/design.md, "Wake-up on
+// commit").
+func (d *Dialect) Notify(channel, payload string) dialects.Query {
+	return dialects.Query{SQL: "SELECT pg_notify($1, $2)", Args: []any{channel, payload}}
+}
