@@ -40,6 +40,12 @@ import (
 
 // Target is one database the suite runs against.
 type Target struct {
+	// InPackage reports whether the database's own package runs the
+	// conformance suite in the core module's tests (dialects/<name>/
+	// conformance_test.go): its driver is one the core module requires.
+	// The conformance module runs the others (Oracle: go-ora is not a
+	// requirement of the core).
+	InPackage bool
 	// Name is the dialect's name: "postgres", "mysql" or "oracle".
 	Name string
 	// DSN is the server's address, from the environment or the default.
@@ -95,10 +101,23 @@ func Targets() []Target {
 		o.Missing = OracleNotLinked
 	}
 	return []Target{
-		{Name: "postgres", DSN: PostgresDSN()},
-		{Name: "mysql", DSN: MySQLDSN()},
+		{Name: "postgres", DSN: PostgresDSN(), InPackage: true},
+		{Name: "mysql", DSN: MySQLDSN(), InPackage: true},
 		o,
 	}
+}
+
+// TargetNamed returns the target of the database called name, and fails
+// the test when there is none.
+func TargetNamed(t testing.TB, name string) Target {
+	t.Helper()
+	for _, tg := range Targets() {
+		if tg.Name == name {
+			return tg
+		}
+	}
+	t.Fatalf("dbtest: no target %q", name)
+	return Target{}
 }
 
 // Each runs fn as one subtest per target, named after it. A Missing target's
