@@ -1,7 +1,10 @@
 package dialects
 
 import (
+	"context"
 	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
@@ -28,8 +31,8 @@ type DLQKey struct {
 	ID      oncebox.EventID
 }
 
-// DLQRecord is one DLQ row as read by DLQGet and DLQList. Scan it with
-// DLQRecord.ScanTargets (DLQGet) or ListScanTargets (DLQList).
+// DLQRecord is one DLQ row as read by DLQGet and DLQList. The dialects scan
+// it with DLQRecord.ScanTargets (DLQGet) or ListScanTargets (DLQList).
 type DLQRecord struct {
 	ID            oncebox.EventID
 	EventID       *oncebox.EventID
@@ -50,7 +53,7 @@ type DLQRecord struct {
 	MovedAt       time.Time
 	UpdatedAt     time.Time
 	// PayloadSize is the payload's full size in bytes, read by DLQList
-	// (whose Payload is cut to DLQListPayloadBytes).
+	// (whose Payload is cut to DLQListPayloadBytes); 0 from DLQGet.
 	PayloadSize int64
 }
 
@@ -73,38 +76,40 @@ func (r *DLQRecord) ListScanTargets() []any {
 // would be a gigabyte. DLQGet reads the whole payload.
 const DLQListPayloadBytes = 4096
 
-// DLQStore is what the DLQ store (package dlq) asks of the dialect.
+// DLQStore is what the DLQ store (package dlq) asks of the dialect. Every
+// method runs its statements on db, a pool or the caller's transaction, one
+// statement each (DLQSetStatusMany and DLQDeleteMany split a list of ids
+// longer than one statement takes into several, each atomic on its own).
 type DLQStore interface {
-	// DLQGet selects one DLQ row by id, columns in the order of
-	// DLQRecord.ScanTargets; no row when it does not exist.
-	DLQGet(id oncebox.EventID) Query
-	// DLQGetStatus selects the status of one DLQ row, one text column; no
-	// row when it does not exist.
-	DLQGetStatus(id oncebox.EventID) Query
-	// DLQList selects up to limit rows matching f in (moved_at, id) order,
-	// after the key when it is not nil, columns in the order of
-	// DLQRecord.ListScanTargets: the payload cut to DLQListPayloadBytes
-	// (where the database can), then its full size.
-	DLQList(f DLQFilter, after *DLQKey, limit int) Query
-	// DLQCount counts the rows matching f, one integer.
-	DLQCount(f DLQFilter) Query
-	// DLQSetStatus sets row id to status to if its status is one of from;
-	// one affected row means changed.
-	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// DLQGet reads row id, its payload whole; found is false when there is
+	// no such row.
+	DLQGet(ctx context.Context, db wsql.ContextExecutor, id oncebox.EventID) (r DLQRecord, found bool, err error)
+	// DLQGetStatus reads the status of row id; found is false when there is
+	// no such row.
+	DLQGetStatus(ctx context.Context, db wsql.ContextExecutor, id oncebox.EventID) (status oncebox.DLQStatus, found bool, err error)
+	// DLQList reads up to limit rows matching f in (moved_at, id) order,
+	// after the key when it is not nil. Each row's Payload is at most its
+	// first DLQListPayloadBytes, its PayloadSize the whole payload's size.
+	DLQList(ctx context.Context, db wsql.ContextExecutor, f DLQFilter, after *DLQKey, limit int) ([]DLQRecord, error)
+	// DLQCount returns the number of rows matching f.
+	DLQCount(ctx context.Context, db wsql.ContextExecutor, f DLQFilter) (int, error)
+	// DLQSetStatus sets row id to status to if its status is one of from,
+	// stamping updated_at with now; changed is false when no row was
+	// changed (no such row, or in another status).
+	DLQSetStatus(ctx context.Context, db wsql.ContextExecutor, id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) (changed bool, err error)
 	// DLQSetStatusMany sets the rows of ids whose status is one of from to
-	// status to; the affected count is the rows changed. The caller keeps
-	// len(ids) within Features.MaxInList when it is set.
-	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
+	// status to and returns how many changed; no ids run no statement.
+	DLQSetStatusMany(ctx context.Context, db wsql.ContextExecutor, ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) (int64, error)
 	// DLQSetStatusWhere sets the rows matching f whose status is one of from
-	// to status to; the affected count is the rows changed.
-	DLQSetStatusWhere(f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) Query
-	// DLQDelete deletes row id unless it is IN_PROCESS; one affected row
-	// means deleted.
-	DLQDelete(id oncebox.EventID) Query
-	// DLQDeleteMany deletes the rows of ids that are not IN_PROCESS; the
-	// affected count is the rows deleted.
-	DLQDeleteMany(ids []oncebox.EventID) Query
-	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS;
-	// the affected count is the rows deleted.
-	DLQDeleteWhere(f DLQFilter) Query
+	// to status to and returns how many changed.
+	DLQSetStatusWhere(ctx context.Context, db wsql.ContextExecutor, f DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) (int64, error)
+	// DLQDelete deletes row id unless it is IN_PROCESS; deleted is false
+	// when no row was deleted (no such row, or IN_PROCESS).
+	DLQDelete(ctx context.Context, db wsql.ContextExecutor, id oncebox.EventID) (deleted bool, err error)
+	// DLQDeleteMany deletes the rows of ids that are not IN_PROCESS and
+	// returns how many it deleted; no ids run no statement.
+	DLQDeleteMany(ctx context.Context, db wsql.ContextExecutor, ids []oncebox.EventID) (int64, error)
+	// DLQDeleteWhere deletes the rows matching f that are not IN_PROCESS and
+	// returns how many it deleted.
+	DLQDeleteWhere(ctx context.Context, db wsql.ContextExecutor, f DLQFilter) (int64, error)
 }

@@ -16,7 +16,8 @@ import (
 
 // Config configures a Store.
 type Config struct {
-	// Dialect builds the SQL. Required.
+	// Dialect runs the statements (through its dialects.DLQStore methods).
+	// Required.
 	Dialect dialects.Dialect
 	// Clock stamps updated_at on status changes. Nil means the real clock;
 	// tests pass a fake one (see oncebox.Clock).
@@ -59,7 +60,7 @@ func actionOf(to oncebox.DLQStatus) string {
 // runs on the pool it was given and is safe for concurrent use.
 type Store struct {
 	db       wsql.ContextExecutor
-	d        dialects.Dialect
+	d        dialects.DLQStore
 	clock    oncebox.Clock
 	onAction func(action string, n int)
 }
@@ -186,55 +187,32 @@ func utcPtr(t *time.Time) *time.Time {
 // Get reads it whole.
 const ListPayloadBytes = dialects.DLQListPayloadBytes
 
-// query runs q and scans each row into a Row; listing tells a DLQList
-// statement, whose payload is cut and followed by its size.
-func (s *Store) query(ctx context.Context, q dialects.Query, listing bool) ([]Row, error) {
-	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
+// listRow is rec as a Row of List: its payload is at most ListPayloadBytes
+// (the dialect's DLQList cuts it), PayloadSize its whole size.
+func listRow(rec *dialects.DLQRecord) (Row, error) {
+	r, err := fromRecord(rec)
 	if err != nil {
-		return nil, err
+		return Row{}, err
 	}
-	defer rows.Close()
-	var out []Row
-	for rows.Next() {
-		var rec dialects.DLQRecord
-		targets := rec.ScanTargets()
-		if listing {
-			targets = rec.ListScanTargets()
-		}
-		if err := rows.Scan(targets...); err != nil {
-			return nil, err
-		}
-		r, err := fromRecord(&rec)
-		if err != nil {
-			return nil, err
-		}
-		if listing {
-			// A dialect that cannot cut the payload in SQL (Oracle) leaves
-			// it to this.
-			if len(r.Payload) > ListPayloadBytes {
-				r.Payload = r.Payload[:ListPayloadBytes:ListPayloadBytes]
-			}
-			r.PayloadSize = int(rec.PayloadSize)
-			r.PayloadTruncated = r.PayloadSize > len(r.Payload)
-		}
-		out = append(out, r)
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, e.Err()
-	}
-	return out, nil
+	r.PayloadSize = int(rec.PayloadSize)
+	r.PayloadTruncated = r.PayloadSize > len(r.Payload)
+	return r, nil
 }
 
 // Get returns the row with id, or an error wrapping ErrNotFound.
 func (s *Store) Get(ctx context.Context, id oncebox.EventID) (Row, error) {
-	rows, err := s.query(ctx, s.d.DLQGet(id), false)
+	rec, found, err := s.d.DLQGet(ctx, s.db, id)
 	if err != nil {
 		return Row{}, fmt.Errorf("oncebox: dlq: get %s: %w", id, err)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return Row{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	return rows[0], nil
+	r, err := fromRecord(&rec)
+	if err != nil {
+		return Row{}, fmt.Errorf("oncebox: dlq: get %s: %w", id, err)
+	}
+	return r, nil
 }
 
 // List returns one page of the rows matching f, in (moved_at, id) order, and
@@ -254,9 +232,17 @@ func (s *Store) List(ctx context.Context, f Filter, page Page) ([]Row, *Cursor, 
 	if page.After != nil {
 		after = &dialects.DLQKey{MovedAt: page.After.MovedAt, ID: page.After.ID}
 	}
-	rows, err := s.query(ctx, s.d.DLQList(f.dialect(), after, limit+1), true)
+	recs, err := s.d.DLQList(ctx, s.db, f.dialect(), after, limit+1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("oncebox: dlq: list: %w", err)
+	}
+	var rows []Row
+	for i := range recs {
+		r, err := listRow(&recs[i])
+		if err != nil {
+			return nil, nil, fmt.Errorf("oncebox: dlq: list: %w", err)
+		}
+		rows = append(rows, r)
 	}
 	if len(rows) <= limit {
 		return rows, nil, nil
@@ -271,53 +257,11 @@ func (s *Store) Count(ctx context.Context, f Filter) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	q := s.d.DLQCount(f.dialect())
-	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
+	n, err := s.d.DLQCount(ctx, s.db, f.dialect())
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: count: %w", err)
 	}
-	defer rows.Close()
-	var n int64
-	if rows.Next() {
-		if err := rows.Scan(&n); err != nil {
-			return 0, fmt.Errorf("oncebox: dlq: count: %w", err)
-		}
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return 0, fmt.Errorf("oncebox: dlq: count: %w", e.Err())
-	}
-	return int(n), nil
-}
-
-// status returns the status of row id, found false when there is none.
-func (s *Store) status(ctx context.Context, id oncebox.EventID) (oncebox.DLQStatus, bool, error) {
-	q := s.d.DLQGetStatus(id)
-	rows, err := s.db.QueryContext(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return "", false, err
-	}
-	defer rows.Close()
-	var st string
-	found := rows.Next()
-	if found {
-		if err := rows.Scan(&st); err != nil {
-			return "", false, err
-		}
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return "", false, e.Err()
-	}
-	return oncebox.DLQStatus(st), found, nil
-}
-
-// exec runs q and returns the rows it affected.
-func (s *Store) exec(ctx context.Context, q dialects.Query) (int, error) {
-	res, err := s.db.ExecContext(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return n, nil
 }
 
 // maxRaces bounds the retries of a single-row change whose row changed
@@ -336,15 +280,15 @@ func (s *Store) SetStatus(ctx context.Context, id oncebox.EventID, to oncebox.DL
 		return err
 	}
 	for range maxRaces {
-		n, err := s.exec(ctx, s.d.DLQSetStatus(id, to, from, s.clock.Now().UTC()))
+		changed, err := s.d.DLQSetStatus(ctx, s.db, id, to, from, s.clock.Now().UTC())
 		if err != nil {
 			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
 		}
-		if n > 0 {
-			s.report(actionOf(to), n)
+		if changed {
+			s.report(actionOf(to), 1)
 			return nil
 		}
-		cur, found, err := s.status(ctx, id)
+		cur, found, err := s.d.DLQGetStatus(ctx, s.db, id)
 		switch {
 		case err != nil:
 			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
@@ -376,12 +320,12 @@ func (s *Store) SetStatusMany(ctx context.Context, ids []oncebox.EventID, to onc
 	if err := checkIDs(ids); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	n, err := s.exec(ctx, s.d.DLQSetStatusMany(ids, to, from, s.clock.Now().UTC()))
+	n, err := s.d.DLQSetStatusMany(ctx, s.db, ids, to, from, s.clock.Now().UTC())
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set %d rows to %s: %w", len(ids), to, err)
 	}
-	s.report(actionOf(to), n)
-	return n, nil
+	s.report(actionOf(to), int(n))
+	return int(n), nil
 }
 
 // SetStatusWhere changes the rows matching f to status to and returns how
@@ -396,26 +340,26 @@ func (s *Store) SetStatusWhere(ctx context.Context, f Filter, to oncebox.DLQStat
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	n, err := s.exec(ctx, s.d.DLQSetStatusWhere(f.dialect(), to, from, s.clock.Now().UTC()))
+	n, err := s.d.DLQSetStatusWhere(ctx, s.db, f.dialect(), to, from, s.clock.Now().UTC())
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set rows to %s: %w", to, err)
 	}
-	s.report(actionOf(to), n)
-	return n, nil
+	s.report(actionOf(to), int(n))
+	return int(n), nil
 }
 
 // Delete deletes row id. Errors: ErrNotFound, ErrInProcess.
 func (s *Store) Delete(ctx context.Context, id oncebox.EventID) error {
 	for range maxRaces {
-		n, err := s.exec(ctx, s.d.DLQDelete(id))
+		deleted, err := s.d.DLQDelete(ctx, s.db, id)
 		if err != nil {
 			return fmt.Errorf("oncebox: dlq: delete %s: %w", id, err)
 		}
-		if n > 0 {
-			s.report(ActionDelete, n)
+		if deleted {
+			s.report(ActionDelete, 1)
 			return nil
 		}
-		cur, found, err := s.status(ctx, id)
+		cur, found, err := s.d.DLQGetStatus(ctx, s.db, id)
 		switch {
 		case err != nil:
 			return fmt.Errorf("oncebox: dlq: delete %s: %w", id, err)
@@ -435,12 +379,12 @@ func (s *Store) DeleteMany(ctx context.Context, ids []oncebox.EventID) (int, err
 	if err := checkIDs(ids); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	n, err := s.exec(ctx, s.d.DLQDeleteMany(ids))
+	n, err := s.d.DLQDeleteMany(ctx, s.db, ids)
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: delete %d rows: %w", len(ids), err)
 	}
-	s.report(ActionDelete, n)
-	return n, nil
+	s.report(ActionDelete, int(n))
+	return int(n), nil
 }
 
 // DeleteWhere deletes the rows matching f and returns how many it deleted;
@@ -449,12 +393,12 @@ func (s *Store) DeleteWhere(ctx context.Context, f Filter) (int, error) {
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	n, err := s.exec(ctx, s.d.DLQDeleteWhere(f.dialect()))
+	n, err := s.d.DLQDeleteWhere(ctx, s.db, f.dialect())
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: delete rows: %w", err)
 	}
-	s.report(ActionDelete, n)
-	return n, nil
+	s.report(ActionDelete, int(n))
+	return int(n), nil
 }
 
 func checkIDs(ids []oncebox.EventID) error {

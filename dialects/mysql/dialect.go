@@ -27,6 +27,9 @@ type Dialect struct {
 	schema   string
 	tables   dialects.Tables
 	lockName string
+
+	// DLQStore runs the DLQ store's statements (dlqstore.go).
+	sqlkit.DLQStore
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -44,7 +47,9 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	h.Write([]byte("oncebox-migrate:" + t.Migrations))
 	// GET_LOCK names are at most 64 characters and server-wide.
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
-	return &Dialect{schema: cfg.Schema, tables: t, lockName: name}, nil
+	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
+	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	return d, nil
 }
 
 // Name implements Dialect.

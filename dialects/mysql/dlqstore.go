@@ -37,13 +37,13 @@ func mysqlDLQWhere(f dialects.DLQFilter, conds []string, args []any) ([]string, 
 	return conds, args
 }
 
-// DLQGet implements Dialect. Index: the primary key.
-func (d *Dialect) DLQGet(id oncebox.EventID) dialects.Query {
+// dlqGet builds DLQGet's statement. Index: the primary key.
+func (d *Dialect) dlqGet(id oncebox.EventID) dialects.Query {
 	return dialects.Query{SQL: "SELECT " + sqlkit.DlqColumns + " FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
-// DLQGetStatus implements Dialect. Index: the primary key.
-func (d *Dialect) DLQGetStatus(id oncebox.EventID) dialects.Query {
+// dlqGetStatus builds DLQGetStatus's statement. Index: the primary key.
+func (d *Dialect) dlqGetStatus(id oncebox.EventID) dialects.Query {
 	return dialects.Query{SQL: "SELECT status FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
@@ -51,13 +51,13 @@ func (d *Dialect) DLQGetStatus(id oncebox.EventID) dialects.Query {
 // most DLQListPayloadBytes of it per row, and its LENGTH (bytes, a BLOB).
 var mysqlDLQListColumns = sqlkit.DlqListColumns("SUBSTRING(payload, 1, "+sqlkit.DlqListCap+")", "LENGTH(payload)")
 
-// DLQList implements Dialect: keyset pagination in (moved_at, id) order. The
-// key is spelled out as (moved_at > ? OR (moved_at = ? AND id > ?)): MySQL
-// plans a row-value comparison (moved_at, id) > (?, ?) poorly, the expanded
-// form is an index range on (moved_at, id) or (status, moved_at, id). No
-// locks: a plain read. Columns: DLQRecord.ListScanTargets, the payload cut
-// to DLQListPayloadBytes.
-func (d *Dialect) DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
+// dlqList builds DLQList's statement: keyset pagination in (moved_at, id)
+// order. The key is spelled out as (moved_at > ? OR (moved_at = ? AND id >
+// ?)): MySQL plans a row-value comparison (moved_at, id) > (?, ?) poorly,
+// the expanded form is an index range on (moved_at, id) or (status,
+// moved_at, id). No locks: a plain read. Columns: DLQRecord.ListScanTargets,
+// the payload cut to DLQListPayloadBytes.
+func (d *Dialect) dlqList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
 	conds, args := mysqlDLQWhere(f, nil, nil)
 	if after != nil {
 		at := sqlkit.MicroUTC(after.MovedAt)
@@ -71,16 +71,16 @@ func (d *Dialect) DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit in
 	}
 }
 
-// DLQCount implements Dialect.
-func (d *Dialect) DLQCount(f dialects.DLQFilter) dialects.Query {
+// dlqCount builds DLQCount's statement.
+func (d *Dialect) dlqCount(f dialects.DLQFilter) dialects.Query {
 	conds, args := mysqlDLQWhere(f, nil, nil)
 	return dialects.Query{SQL: "SELECT count(*) FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
 }
 
-// DLQSetStatus implements Dialect. Locks: the row lock, which waits for a
-// transfer holding the row; once that commits the row is gone and nothing
-// is changed.
-func (d *Dialect) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatus builds DLQSetStatus's statement. Locks: the row lock, which
+// waits for a transfer holding the row; once that commits the row is gone
+// and nothing is changed.
+func (d *Dialect) dlqSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
  WHERE id = ? AND status IN ` + inList(len(from)),
@@ -88,8 +88,8 @@ func (d *Dialect) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []
 	}
 }
 
-// DLQSetStatusMany implements Dialect.
-func (d *Dialect) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatusMany builds DLQSetStatusMany's statement.
+func (d *Dialect) dlqSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	args := append([]any{string(to), sqlkit.MicroUTC(now)}, d.ids(ids)...)
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.DLQ + ` SET status = ?, updated_at = ?
@@ -98,29 +98,46 @@ func (d *Dialect) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, 
 	}
 }
 
-// DLQSetStatusWhere implements Dialect. Locks: row locks on every matching
-// row until the statement commits. Index: as DLQList.
-func (d *Dialect) DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatusWhere builds DLQSetStatusWhere's statement. Locks: row locks
+// on every matching row until the statement commits. Index: as DLQList.
+func (d *Dialect) dlqSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	args := append([]any{string(to), sqlkit.MicroUTC(now)}, sqlkit.StatusArgs(from)...)
 	conds, args := mysqlDLQWhere(f, []string{"status IN " + inList(len(from))}, args)
 	return dialects.Query{SQL: "UPDATE " + d.tables.DLQ + " SET status = ?, updated_at = ?" + sqlkit.WhereClause(conds), Args: args}
 }
 
-// DLQDelete implements Dialect.
-func (d *Dialect) DLQDelete(id oncebox.EventID) dialects.Query {
+// dlqDelete builds DLQDelete's statement.
+func (d *Dialect) dlqDelete(id oncebox.EventID) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ? AND status <> 'IN_PROCESS'", Args: []any{d.EncodeID(id)}}
 }
 
-// DLQDeleteMany implements Dialect.
-func (d *Dialect) DLQDeleteMany(ids []oncebox.EventID) dialects.Query {
+// dlqDeleteMany builds DLQDeleteMany's statement.
+func (d *Dialect) dlqDeleteMany(ids []oncebox.EventID) dialects.Query {
 	return dialects.Query{
 		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id IN " + inList(len(ids)) + " AND status <> 'IN_PROCESS'",
 		Args: d.ids(ids),
 	}
 }
 
-// DLQDeleteWhere implements Dialect. Index: as DLQList.
-func (d *Dialect) DLQDeleteWhere(f dialects.DLQFilter) dialects.Query {
+// dlqDeleteWhere builds DLQDeleteWhere's statement. Index: as DLQList.
+func (d *Dialect) dlqDeleteWhere(f dialects.DLQFilter) dialects.Query {
 	conds, args := mysqlDLQWhere(f, []string{"status <> 'IN_PROCESS'"}, nil)
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
+}
+
+// dlqStatements are the builders the DLQ store's runner runs.
+func (d *Dialect) dlqStatements() sqlkit.DLQStatements {
+	return sqlkit.DLQStatements{
+		Get:            d.dlqGet,
+		GetStatus:      d.dlqGetStatus,
+		List:           d.dlqList,
+		Count:          d.dlqCount,
+		SetStatus:      d.dlqSetStatus,
+		SetStatusMany:  d.dlqSetStatusMany,
+		SetStatusWhere: d.dlqSetStatusWhere,
+		Delete:         d.dlqDelete,
+		DeleteMany:     d.dlqDeleteMany,
+		DeleteWhere:    d.dlqDeleteWhere,
+		MaxIDs:         mysqlMaxIDsPerStatement,
+	}
 }

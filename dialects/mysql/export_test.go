@@ -70,3 +70,33 @@ func (d *Dialect) InboxSelectPresent(consumer string, ids []string) dialects.Que
 func (d *Dialect) LeaseInsert(l dialects.Lease) dialects.Query { return d.leaseInsert(l) }
 
 func (d *Dialect) LeaseTake(l dialects.Lease) dialects.Query { return d.leaseTake(l) }
+
+// The DLQ store's builders (dlqstore.go), for the golden tests.
+
+func (d *Dialect) DLQGetSQL(id oncebox.EventID) dialects.Query { return d.dlqGet(id) }
+
+func (d *Dialect) DLQGetStatusSQL(id oncebox.EventID) dialects.Query { return d.dlqGetStatus(id) }
+
+func (d *Dialect) DLQListSQL(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
+	return d.dlqList(f, after, limit)
+}
+
+func (d *Dialect) DLQCountSQL(f dialects.DLQFilter) dialects.Query { return d.dlqCount(f) }
+
+func (d *Dialect) DLQSetStatusSQL(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	return d.dlqSetStatus(id, to, from, now)
+}
+
+func (d *Dialect) DLQSetStatusManySQL(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	return d.dlqSetStatusMany(ids, to, from, now)
+}
+
+func (d *Dialect) DLQSetStatusWhereSQL(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+	return d.dlqSetStatusWhere(f, to, from, now)
+}
+
+func (d *Dialect) DLQDeleteSQL(id oncebox.EventID) dialects.Query { return d.dlqDelete(id) }
+
+func (d *Dialect) DLQDeleteManySQL(ids []oncebox.EventID) dialects.Query { return d.dlqDeleteMany(ids) }
+
+func (d *Dialect) DLQDeleteWhereSQL(f dialects.DLQFilter) dialects.Query { return d.dlqDeleteWhere(f) }

@@ -173,10 +173,13 @@ func TestMySQLTransferReArmsAndMergesRowsOfOneEvent(t *testing.T) {
 	// another row; byte-exact keys keep 'm3 ' apart from 'm3'.
 	other := dialects.DLQRow{ID: newID(t), HandlerName: "h1", EventType: "b", Topic: "consumed-b", MessageUUID: "m3 ", Metadata: `{}`, FailedAt: liveT0}
 	require.EqualValues(t, 1, e.Exec(t, d.DLQUpsertConsumer(other)))
-	require.EqualValues(t, 1, e.Exec(t, d.DLQDelete(other.ID)))
+	deleted, err := d.DLQDelete(ctx, e.Beginner, other.ID)
+	require.NoError(t, err)
+	require.True(t, deleted)
 
-	n := e.Exec(t, d.DLQSetStatusWhere(dialects.DLQFilter{Source: oncebox.DLQSourceConsumer}, oncebox.DLQStatusToRetry,
-		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, liveT0.Add(time.Minute)))
+	n, err := d.DLQSetStatusWhere(ctx, e.Beginner, dialects.DLQFilter{Source: oncebox.DLQSourceConsumer}, oncebox.DLQStatusToRetry,
+		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, liveT0.Add(time.Minute))
+	require.NoError(t, err)
 	require.EqualValues(t, 3, n)
 	moved, err := d.TransferDLQToOutbox(ctx, e.Beginner, liveT0.Add(time.Hour), 10)
 	require.NoError(t, err)
@@ -800,8 +803,9 @@ func TestMySQLFourPollersFailToTheDLQAndRetryFromIt(t *testing.T) {
 	require.Equal(t, 0, e.Count(t, e.Tables.Events, ""))
 
 	pub.ok.Store(true)
-	n := e.Exec(t, e.Dialect.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry,
-		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, time.Now().UTC()))
+	n, err := e.Dialect.DLQSetStatusWhere(context.Background(), e.Beginner, dialects.DLQFilter{}, oncebox.DLQStatusToRetry,
+		[]oncebox.DLQStatus{oncebox.DLQStatusMoved}, time.Now().UTC())
+	require.NoError(t, err)
 	require.EqualValues(t, total, n)
 	require.Eventually(t, func() bool { return pub.delivered() == total }, 90*time.Second, 20*time.Millisecond, "every event delivered")
 	require.Eventually(t, func() bool { return e.Count(t, e.Tables.Events, "status = 'PROCESSED'") == total },

@@ -32,6 +32,9 @@ type Dialect struct {
 	tables   dialects.Tables
 	schema   string
 	lockName string
+
+	// DLQStore runs the DLQ store's statements (dlqstore.go).
+	sqlkit.DLQStore
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -43,7 +46,9 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}, nil
+	d := &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}
+	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	return d, nil
 }
 
 // Name implements Dialect.

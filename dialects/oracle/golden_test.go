@@ -294,7 +294,7 @@ func TestOracleINListsAreSplitAtOneThousand(t *testing.T) {
 			ids[i] = oncebox.EventID{byte(i), byte(i >> 8), 0x7f}
 		}
 		for name, q := range map[string]dialects.Query{
-			"DLQDeleteMany":       d.DLQDeleteMany(ids),
+			"DLQDeleteMany":       d.DLQDeleteManySQL(ids),
 			"EventsRelease":       d.EventsRelease(oncebox.EventID{1}, ids, time.Now()),
 			"EventsMarkProcessed": d.EventsMarkProcessed(oncebox.EventID{1}, ids, time.Now()),
 		} {

@@ -16,6 +16,9 @@ type Dialect struct {
 	tables  dialects.Tables
 	lockKey int64
 	insert1 string
+
+	// DLQStore runs the DLQ store's statements (dlqstore.go).
+	sqlkit.DLQStore
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -29,6 +32,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	}
 	d := &Dialect{schema: cfg.Schema, tables: t, lockKey: sqlkit.AdvisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
+	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
 	return d, nil
 }
 

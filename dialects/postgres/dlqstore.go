@@ -43,18 +43,18 @@ func dlqStatuses(ss []oncebox.DLQStatus) []string {
 	return out
 }
 
-// DLQGet implements Dialect: one row by its id, columns in the order of
-// DLQRecord.ScanTargets. Index: the primary key.
-func (d *Dialect) DLQGet(id oncebox.EventID) dialects.Query {
+// dlqGet builds DLQGet's statement: one row by its id, columns in the order
+// of DLQRecord.ScanTargets. Index: the primary key.
+func (d *Dialect) dlqGet(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
 		SQL:  "SELECT " + sqlkit.DlqColumns + " FROM " + d.tables.DLQ + " WHERE id = $1",
 		Args: []any{d.EncodeID(id)},
 	}
 }
 
-// DLQGetStatus implements Dialect: the status of one row, one text column,
-// no row when it does not exist. Index: the primary key.
-func (d *Dialect) DLQGetStatus(id oncebox.EventID) dialects.Query {
+// dlqGetStatus builds DLQGetStatus's statement: the status of one row, one
+// text column, no row when it does not exist. Index: the primary key.
+func (d *Dialect) dlqGetStatus(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
 		SQL:  "SELECT status FROM " + d.tables.DLQ + " WHERE id = $1",
 		Args: []any{d.EncodeID(id)},
@@ -67,13 +67,13 @@ func (d *Dialect) DLQGetStatus(id oncebox.EventID) dialects.Query {
 // header, so a page does not carry whole payloads.
 var pgDLQListColumns = sqlkit.DlqListColumns("substring(payload FROM 1 FOR "+sqlkit.DlqListCap+")", "octet_length(payload)")
 
-// DLQList implements Dialect: up to limit rows matching f in (moved_at, id)
-// order, starting after the key when it is not nil (keyset pagination: the
-// row-value comparison is an index range, however deep the page). Index:
-// (moved_at, id), or (status, moved_at, id) for one status. No locks: a
-// plain read. Columns: DLQRecord.ListScanTargets, the payload cut to
-// DLQListPayloadBytes.
-func (d *Dialect) DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
+// dlqList builds DLQList's statement: up to limit rows matching f in
+// (moved_at, id) order, starting after the key when it is not nil (keyset
+// pagination: the row-value comparison is an index range, however deep the
+// page). Index: (moved_at, id), or (status, moved_at, id) for one status. No
+// locks: a plain read. Columns: DLQRecord.ListScanTargets, the payload cut
+// to DLQListPayloadBytes.
+func (d *Dialect) dlqList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query {
 	conds, args := dlqWhere(f, nil, nil)
 	if after != nil {
 		args = append(args, after.MovedAt, d.EncodeID(after.ID))
@@ -88,17 +88,18 @@ func (d *Dialect) DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit in
 	}
 }
 
-// DLQCount implements Dialect: the number of rows matching f, one integer.
-func (d *Dialect) DLQCount(f dialects.DLQFilter) dialects.Query {
+// dlqCount builds DLQCount's statement: the number of rows matching f, one
+// integer.
+func (d *Dialect) dlqCount(f dialects.DLQFilter) dialects.Query {
 	conds, args := dlqWhere(f, nil, nil)
 	return dialects.Query{SQL: "SELECT count(*) FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
 }
 
-// DLQSetStatus implements Dialect: set one row to status to if its status is
-// one of from; one affected row means changed. Locks: the row lock, which
-// waits for a transfer holding the row; once that commits the row is gone
-// and nothing is changed.
-func (d *Dialect) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatus builds DLQSetStatus's statement: set one row to status to if
+// its status is one of from; one affected row means changed. Locks: the row
+// lock, which waits for a transfer holding the row; once that commits the
+// row is gone and nothing is changed.
+func (d *Dialect) dlqSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.DLQ + ` SET status = $1, updated_at = $2
  WHERE id = $3 AND status = ANY($4::text[])`,
@@ -106,11 +107,12 @@ func (d *Dialect) DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []
 	}
 }
 
-// DLQSetStatusMany implements Dialect: set the rows of ids whose status is
-// one of from to status to; the affected count is the rows changed. Rows in
-// another status, and rows a concurrent transfer removed, are not touched.
-// Locks: row locks on the matching rows, taken in one statement.
-func (d *Dialect) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatusMany builds DLQSetStatusMany's statement: set the rows of ids
+// whose status is one of from to status to; the affected count is the rows
+// changed. Rows in another status, and rows a concurrent transfer removed,
+// are not touched. Locks: row locks on the matching rows, taken in one
+// statement.
+func (d *Dialect) dlqSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.DLQ + ` SET status = $1, updated_at = $2
  WHERE id = ANY($3::uuid[]) AND status = ANY($4::text[])`,
@@ -118,11 +120,11 @@ func (d *Dialect) DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, 
 	}
 }
 
-// DLQSetStatusWhere implements Dialect: set every row matching f whose
-// status is one of from to status to; the affected count is the rows
-// changed. Locks: row locks on every matching row until the statement
-// commits. Index: as DLQList.
-func (d *Dialect) DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
+// dlqSetStatusWhere builds DLQSetStatusWhere's statement: set every row
+// matching f whose status is one of from to status to; the affected count is
+// the rows changed. Locks: row locks on every matching row until the
+// statement commits. Index: as DLQList.
+func (d *Dialect) dlqSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query {
 	args := []any{string(to), now, dlqStatuses(from)}
 	conds, args := dlqWhere(f, []string{"status = ANY($3::text[])"}, args)
 	return dialects.Query{
@@ -131,27 +133,44 @@ func (d *Dialect) DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, 
 	}
 }
 
-// DLQDelete implements Dialect: delete one row unless it is IN_PROCESS; one
-// affected row means deleted. Locks: as DLQSetStatus.
-func (d *Dialect) DLQDelete(id oncebox.EventID) dialects.Query {
+// dlqDelete builds DLQDelete's statement: delete one row unless it is
+// IN_PROCESS; one affected row means deleted. Locks: as DLQSetStatus.
+func (d *Dialect) dlqDelete(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
 		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id = $1 AND status <> 'IN_PROCESS'",
 		Args: []any{d.EncodeID(id)},
 	}
 }
 
-// DLQDeleteMany implements Dialect: delete the rows of ids that are not
-// IN_PROCESS; the affected count is the rows deleted.
-func (d *Dialect) DLQDeleteMany(ids []oncebox.EventID) dialects.Query {
+// dlqDeleteMany builds DLQDeleteMany's statement: delete the rows of ids
+// that are not IN_PROCESS; the affected count is the rows deleted.
+func (d *Dialect) dlqDeleteMany(ids []oncebox.EventID) dialects.Query {
 	return dialects.Query{
 		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id = ANY($1::uuid[]) AND status <> 'IN_PROCESS'",
 		Args: []any{d.idArray(ids)},
 	}
 }
 
-// DLQDeleteWhere implements Dialect: delete every row matching f that is
-// not IN_PROCESS; the affected count is the rows deleted. Index: as DLQList.
-func (d *Dialect) DLQDeleteWhere(f dialects.DLQFilter) dialects.Query {
+// dlqDeleteWhere builds DLQDeleteWhere's statement: delete every row
+// matching f that is not IN_PROCESS; the affected count is the rows deleted.
+// Index: as DLQList.
+func (d *Dialect) dlqDeleteWhere(f dialects.DLQFilter) dialects.Query {
 	conds, args := dlqWhere(f, []string{"status <> 'IN_PROCESS'"}, nil)
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + sqlkit.WhereClause(conds), Args: args}
+}
+
+// dlqStatements are the builders the DLQ store's runner runs.
+func (d *Dialect) dlqStatements() sqlkit.DLQStatements {
+	return sqlkit.DLQStatements{
+		Get:            d.dlqGet,
+		GetStatus:      d.dlqGetStatus,
+		List:           d.dlqList,
+		Count:          d.dlqCount,
+		SetStatus:      d.dlqSetStatus,
+		SetStatusMany:  d.dlqSetStatusMany,
+		SetStatusWhere: d.dlqSetStatusWhere,
+		Delete:         d.dlqDelete,
+		DeleteMany:     d.dlqDeleteMany,
+		DeleteWhere:    d.dlqDeleteWhere,
+	}
 }

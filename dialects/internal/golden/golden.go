@@ -69,19 +69,19 @@ func CountDollarParams(sql string) int {
 	return high
 }
 
-// DLQStore is the DLQ store's statements, built by the functions of one
-// database, in the order and with the arguments of the golden files.
+// DLQStore is the DLQ store's statements of one database, built by its
+// unexported builders through the XxxSQL shims of its export_test.go.
 type DLQStore interface {
-	DLQGet(id oncebox.EventID) dialects.Query
-	DLQGetStatus(id oncebox.EventID) dialects.Query
-	DLQList(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query
-	DLQCount(f dialects.DLQFilter) dialects.Query
-	DLQSetStatus(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
-	DLQSetStatusMany(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
-	DLQSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
-	DLQDelete(id oncebox.EventID) dialects.Query
-	DLQDeleteMany(ids []oncebox.EventID) dialects.Query
-	DLQDeleteWhere(f dialects.DLQFilter) dialects.Query
+	DLQGetSQL(id oncebox.EventID) dialects.Query
+	DLQGetStatusSQL(id oncebox.EventID) dialects.Query
+	DLQListSQL(f dialects.DLQFilter, after *dialects.DLQKey, limit int) dialects.Query
+	DLQCountSQL(f dialects.DLQFilter) dialects.Query
+	DLQSetStatusSQL(id oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQSetStatusManySQL(ids []oncebox.EventID, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQSetStatusWhereSQL(f dialects.DLQFilter, to oncebox.DLQStatus, from []oncebox.DLQStatus, now time.Time) dialects.Query
+	DLQDeleteSQL(id oncebox.EventID) dialects.Query
+	DLQDeleteManySQL(ids []oncebox.EventID) dialects.Query
+	DLQDeleteWhereSQL(f dialects.DLQFilter) dialects.Query
 }
 
 // DLQStoreQueries is every DLQ store statement of d, in the order and with
@@ -96,19 +96,19 @@ func DLQStoreQueries(d DLQStore) []Query {
 	}
 	from := []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved}
 	return []Query{
-		{"DLQGet", d.DLQGet(id1)},
-		{"DLQGetStatus", d.DLQGetStatus(id1)},
-		{"DLQList (no filter, first page)", d.DLQList(dialects.DLQFilter{}, nil, 51)},
-		{"DLQList (every filter, after a key)", d.DLQList(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
-		{"DLQCount (no filter)", d.DLQCount(dialects.DLQFilter{})},
-		{"DLQCount (every filter)", d.DLQCount(full)},
-		{"DLQSetStatus", d.DLQSetStatus(id1, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusMany", d.DLQSetStatusMany([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhere(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhere(full, oncebox.DLQStatusToRetry, from, at)},
-		{"DLQDelete", d.DLQDelete(id1)},
-		{"DLQDeleteMany", d.DLQDeleteMany([]oncebox.EventID{id1, id2})},
-		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhere(dialects.DLQFilter{})},
-		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhere(full)},
+		{"DLQGet", d.DLQGetSQL(id1)},
+		{"DLQGetStatus", d.DLQGetStatusSQL(id1)},
+		{"DLQList (no filter, first page)", d.DLQListSQL(dialects.DLQFilter{}, nil, 51)},
+		{"DLQList (every filter, after a key)", d.DLQListSQL(full, &dialects.DLQKey{MovedAt: at, ID: id1}, 51)},
+		{"DLQCount (no filter)", d.DLQCountSQL(dialects.DLQFilter{})},
+		{"DLQCount (every filter)", d.DLQCountSQL(full)},
+		{"DLQSetStatus", d.DLQSetStatusSQL(id1, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusMany", d.DLQSetStatusManySQL([]oncebox.EventID{id1, id2}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (no filter)", d.DLQSetStatusWhereSQL(dialects.DLQFilter{}, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQSetStatusWhere (every filter)", d.DLQSetStatusWhereSQL(full, oncebox.DLQStatusToRetry, from, at)},
+		{"DLQDelete", d.DLQDeleteSQL(id1)},
+		{"DLQDeleteMany", d.DLQDeleteManySQL([]oncebox.EventID{id1, id2})},
+		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhereSQL(dialects.DLQFilter{})},
+		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhereSQL(full)},
 	}
 }

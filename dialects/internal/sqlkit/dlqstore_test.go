@@ -1,0 +1,149 @@
+package sqlkit_test
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
+)
+
+// TestDLQStoreHasEveryBuilder: every database embeds the DLQ store's runner
+// with each of its builders set, so that a missing one fails here rather
+// than as a nil call in a user's DLQ store.
+func TestDLQStoreHasEveryBuilder(t *testing.T) {
+	t.Parallel()
+	runner := reflect.TypeFor[sqlkit.DLQStore]()
+	for _, db := range registry.All() {
+		d, err := db.New(oncebox.TablesConfig{})
+		require.NoError(t, err, db.Name)
+		v := reflect.ValueOf(d)
+		require.Equal(t, reflect.Pointer, v.Kind(), "%s: the dialect is a pointer to a struct", db.Name)
+		v = v.Elem()
+		var found bool
+		for i := range v.NumField() {
+			if v.Type().Field(i).Type != runner {
+				continue
+			}
+			found = true
+			s := v.Field(i).FieldByName("S")
+			for j := range s.NumField() {
+				if s.Field(j).Kind() == reflect.Func {
+					require.False(t, s.Field(j).IsNil(), "%s: DLQStatements.%s is nil", db.Name, s.Type().Field(j).Name)
+				}
+			}
+		}
+		require.True(t, found, "%s: the dialect does not embed sqlkit.DLQStore", db.Name)
+	}
+}
+
+// fakeExecutor answers every statement without a database: a query with one
+// row, which row fills (none when row is nil), an exec with the count
+// affected returns; it records the statements it ran.
+type fakeExecutor struct {
+	row      func(dest []any)
+	affected func(q string, args []any) int64
+	ran      []string
+}
+
+func (f *fakeExecutor) ExecContext(_ context.Context, q string, args ...any) (wsql.Result, error) {
+	f.ran = append(f.ran, q)
+	return fakeResult(f.affected(q, args)), nil
+}
+
+func (f *fakeExecutor) QueryContext(_ context.Context, q string, _ ...any) (wsql.Rows, error) {
+	f.ran = append(f.ran, q)
+	return &fakeRows{row: f.row}, nil
+}
+
+type fakeResult int64
+
+func (r fakeResult) RowsAffected() (int64, error) { return int64(r), nil }
+
+type fakeRows struct {
+	row  func(dest []any)
+	done bool
+}
+
+func (r *fakeRows) Next() bool {
+	if r.done || r.row == nil {
+		return false
+	}
+	r.done = true
+	return true
+}
+
+func (r *fakeRows) Scan(dest ...any) error { r.row(dest); return nil }
+
+func (r *fakeRows) Close() error { return nil }
+
+// TestDLQListCutsAPayloadTheDatabaseReadWhole: Oracle reads the whole
+// payload of a listed row; the runner cuts it to DLQListPayloadBytes and
+// keeps its full size.
+func TestDLQListCutsAPayloadTheDatabaseReadWhole(t *testing.T) {
+	t.Parallel()
+	whole := bytes.Repeat([]byte("p"), dialects.DLQListPayloadBytes+10)
+	db := &fakeExecutor{row: func(dest []any) {
+		var rec dialects.DLQRecord
+		targets := rec.ListScanTargets()
+		require.Len(t, dest, len(targets))
+		for i, tg := range targets {
+			if tg == any(&rec.Payload) {
+				*dest[i].(*[]byte) = whole
+			}
+		}
+		*dest[len(dest)-1].(*int64) = int64(len(whole))
+	}}
+	r := sqlkit.DLQStore{S: sqlkit.DLQStatements{
+		List: func(dialects.DLQFilter, *dialects.DLQKey, int) dialects.Query { return dialects.Query{SQL: "list"} },
+	}}
+	recs, err := r.DLQList(context.Background(), db, dialects.DLQFilter{}, nil, 10)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.Equal(t, whole[:dialects.DLQListPayloadBytes], recs[0].Payload)
+	require.Equal(t, int64(len(whole)), recs[0].PayloadSize)
+}
+
+// TestDLQManySplitsTheIDs: DLQSetStatusMany and DLQDeleteMany run one
+// statement for each MaxIDs ids and add up the rows they changed; no ids run
+// no statement.
+func TestDLQManySplitsTheIDs(t *testing.T) {
+	t.Parallel()
+	ids := make([]oncebox.EventID, 7)
+	for i := range ids {
+		ids[i] = oncebox.EventID{byte(i + 1)}
+	}
+	var sizes []int
+	many := func(part []oncebox.EventID) dialects.Query {
+		sizes = append(sizes, len(part))
+		return dialects.Query{SQL: "many", Args: []any{len(part)}}
+	}
+	r := sqlkit.DLQStore{S: sqlkit.DLQStatements{
+		SetStatusMany: func(ids []oncebox.EventID, _ oncebox.DLQStatus, _ []oncebox.DLQStatus, _ time.Time) dialects.Query {
+			return many(ids)
+		},
+		DeleteMany: many,
+		MaxIDs:     3,
+	}}
+	db := &fakeExecutor{affected: func(_ string, args []any) int64 { return int64(args[0].(int)) }}
+	ctx := context.Background()
+	n, err := r.DLQSetStatusMany(ctx, db, ids, oncebox.DLQStatusToRetry, []oncebox.DLQStatus{oncebox.DLQStatusMoved}, time.Now())
+	require.NoError(t, err)
+	require.EqualValues(t, 7, n)
+	n, err = r.DLQDeleteMany(ctx, db, ids)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, n)
+	require.Equal(t, []int{3, 3, 1, 3, 3, 1}, sizes)
+	n, err = r.DLQDeleteMany(ctx, db, nil)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Len(t, db.ran, 6, "no ids, no statement")
+}
