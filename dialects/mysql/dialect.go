@@ -24,6 +24,9 @@ const mysqlMaxIDsPerStatement = 10_000
 // go-sql-driver/mysql must set parseTime=true and loc=UTC: times are
 // DATETIME(6) columns holding UTC. See docs/mysql.md.
 type Dialect struct {
+	sqlkit.Outbox
+	sqlkit.Inbox
+
 	schema   string
 	tables   dialects.Tables
 	lockName string
@@ -44,7 +47,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	h.Write([]byte("oncebox-migrate:" + t.Migrations))
 	// GET_LOCK names are at most 64 characters and server-wide.
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
-	return &Dialect{schema: cfg.Schema, tables: t, lockName: name}, nil
+	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
+	// No NotifyStatements: MySQL and MariaDB have no notification on
+	// commit, so the relay polls only.
+	d.Outbox = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true}}
+	d.Inbox = sqlkit.Inbox{
+		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
+			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
+		CleanUpTx: &relayTx,
+		TxOptions: sqlkit.ReadCommitted,
+	}
+	return d, nil
 }
 
 // Name implements Dialect.
