@@ -213,9 +213,7 @@ func rawInsert(ctx context.Context, tx pgx.Tx, d dialects.Dialect, perTx int) er
 	if err != nil {
 		return err
 	}
-	q := d.EventsInsert(evs)
-	_, err = tx.Exec(ctx, q.SQL, q.Args...)
-	return err
+	return d.InsertEvents(ctx, wsql.TxFromPgx(tx), evs)
 }
 
 // timeTxs runs n business transactions, each inserting an order and calling

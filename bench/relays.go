@@ -12,7 +12,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
@@ -24,7 +24,8 @@ import (
 // orderPayload is the payload of every benchmark event.
 var orderPayload = []byte(`{"order_id":"0192f4a0-0000-7000-8000-000000000000","total":4200,"currency":"EUR"}`)
 
-// backlogChunk is the number of rows per INSERT when filling a backlog.
+// backlogChunk is the number of rows per InsertEvents when filling a
+// backlog.
 const backlogChunk = 5000
 
 // newEventRows builds n outbox rows of eventType as the publisher writes
@@ -45,18 +46,16 @@ func newEventRows(n int, eventType string, at time.Time) ([]dialects.EventRow, e
 }
 
 // insertBacklog writes n events of eventType, created a second ago so that
-// they are due, in INSERTs of backlogChunk rows (fewer where the dialect
-// takes fewer in one statement).
+// they are due, backlogChunk rows at a time (InsertEvents splits them
+// further where the dialect takes fewer in one statement).
 func insertBacklog(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect, eventType string, n int) error {
 	at := time.Now().UTC().Add(-time.Second)
-	chunk := min(backlogChunk, d.MaxRowsPerInsert())
 	for done := 0; done < n; {
-		rows, err := newEventRows(min(chunk, n-done), eventType, at)
+		rows, err := newEventRows(min(backlogChunk, n-done), eventType, at)
 		if err != nil {
 			return err
 		}
-		q := d.EventsInsert(rows)
-		if _, err := db.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+		if err := d.InsertEvents(ctx, db, rows); err != nil {
 			return fmt.Errorf("insert backlog: %w", err)
 		}
 		done += len(rows)

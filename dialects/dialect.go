@@ -201,15 +201,6 @@ const (
 	InsertMerge
 )
 
-// NotifyQueueUsageSQL reads how full PostgreSQL's notification queue is (0
-// to 1). The queue is the cluster's, shared by every database and channel;
-// it drains only as fast as its slowest listener reads, and a listener that
-// sits in an open transaction reads nothing: once it is full, every
-// transaction that ran NOTIFY fails at COMMIT (docs/design.md, "Wake-up on
-// commit"). The publisher reads it before it notifies, the relay's listener
-// on its own connection.
-const NotifyQueueUsageSQL = "SELECT pg_notification_queue_usage()"
-
 // NotifyChannel returns the PostgreSQL notification channel of the tables t:
 // "oncebox_", the qualified outbox table name in lower case with dots as
 // underscores, cut to 38 bytes, "_" and a 64-bit FNV-1a hash of that full

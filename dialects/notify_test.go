@@ -1,6 +1,8 @@
 package dialects_test
 
 import (
+	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,17 +38,23 @@ func TestNotifyChannelNamesTheTables(t *testing.T) {
 	require.Equal(t, "oncebox_shop_outbox_events_", channel("shop", "")[:27])
 }
 
-// Only PostgreSQL can wake the relay on commit.
+// Only PostgreSQL can wake the relay on commit. Elsewhere Notify does
+// nothing and the listener's statements are refused, before any statement
+// runs (db is nil); PostgreSQL's statement is in its golden test.
 func TestNotifyIsPostgreSQLOnly(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	for _, name := range []string{"postgres", "mysql", "oracle"} {
 		d, err := registry.New(name, oncebox.TablesConfig{})
 		require.NoError(t, err)
-		q := d.Notify("ch", "order-created")
 		if name == "postgres" {
-			require.Equal(t, dialects.Query{SQL: "SELECT pg_notify($1, $2)", Args: []any{"ch", "order-created"}}, q)
-		} else {
-			require.Empty(t, q.SQL, name)
+			require.True(t, d.CanNotify())
+			continue
 		}
+		require.False(t, d.CanNotify(), name)
+		require.NoError(t, d.Notify(ctx, nil, "ch", "order-created"), name)
+		_, err = d.NotifyQueueUsage(ctx, nil)
+		require.ErrorIs(t, err, errors.ErrUnsupported, name)
+		require.ErrorIs(t, d.Listen(ctx, nil, "ch"), errors.ErrUnsupported, name)
 	}
 }

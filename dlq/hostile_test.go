@@ -11,7 +11,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
@@ -46,7 +46,7 @@ func parkConsumer(t *testing.T, env *dbtest.Env, eventType string) oncebox.Event
 	t.Helper()
 	rowID, err := oncebox.NewEventID()
 	require.NoError(t, err)
-	env.Exec(t, env.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: rowID, HandlerName: "billing", EventType: eventType,
+	require.NoError(t, env.Dialect.PoisonUpsert(context.Background(), env.Beginner, dialects.DLQRow{ID: rowID, HandlerName: "billing", EventType: eventType,
 		Topic: "orders", MessageUUID: "m-" + rowID.String(), Payload: []byte(`{"n":1}`), Metadata: "{}", Error: "bad", FailedAt: t0}))
 	return rowID
 }

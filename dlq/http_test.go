@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 )
@@ -518,15 +518,14 @@ func TestHandlerDatabaseErrorIs500(t *testing.T) {
 }
 
 // TestHandlerConsumerRow reads a row parked by the consumer side
-// (DLQUpsertConsumer), without an event id.
+// (PoisonUpsert), without an event id.
 func TestHandlerConsumerRow(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 	rowID, err := oncebox.NewEventID()
 	require.NoError(t, err)
-	q := a.schema.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: rowID, HandlerName: "billing", EventType: "order-created",
+	err = a.schema.Dialect.PoisonUpsert(context.Background(), a.schema.Beginner, dialects.DLQRow{ID: rowID, HandlerName: "billing", EventType: "order-created",
 		Topic: "orders", MessageUUID: "m-1", Payload: []byte{0, 1, 2}, Metadata: `{"k":"v"}`, Error: "bad", FailedAt: t0})
-	_, err = a.schema.Pool.Exec(context.Background(), q.SQL, q.Args...)
 	require.NoError(t, err)
 	resp, body := a.do(t, http.MethodGet, "/dlq/events?source=consumer", "")
 	var lb listBody

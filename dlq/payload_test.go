@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
@@ -24,7 +24,7 @@ func TestListingCapsPayloads(t *testing.T) {
 		big := bytes.Repeat([]byte("0123456789abcdef"), 2<<20/16)
 		bigID, err := oncebox.NewEventID()
 		require.NoError(t, err)
-		env.Exec(t, env.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: bigID, HandlerName: "billing", EventType: "big",
+		require.NoError(t, env.Dialect.PoisonUpsert(context.Background(), env.Beginner, dialects.DLQRow{ID: bigID, HandlerName: "billing", EventType: "big",
 			Topic: "orders", MessageUUID: "m-big", Payload: big, Metadata: "{}", Error: "bad", FailedAt: t0}))
 		smallID := parkConsumer(t, env, "small")
 

@@ -69,7 +69,7 @@ func TestBacklogValues(t *testing.T) {
 	for i := range 2 {
 		id, err := oncebox.NewEventID()
 		require.NoError(t, err)
-		exec(t, s, s.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: id, HandlerName: "h", EventType: "order-created",
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, dialects.DLQRow{ID: id, HandlerName: "h", EventType: "order-created",
 			Topic: "order-created", MessageUUID: string(rune('a' + i)), Payload: []byte("{}"), Metadata: "{}",
 			Error: "boom", FailedAt: clock.Now()}))
 	}

@@ -120,8 +120,7 @@ func TestInboxCleanerOnRunWithARealCleaner(t *testing.T) {
 	require.NoError(t, err)
 	old := time.Now().Add(-48 * time.Hour)
 	for i := range 5 {
-		q := s.Dialect.InboxInsert("", watermill.NewUUID()+string(rune('a'+i)), old)
-		_, err := s.Pool.Exec(context.Background(), q.SQL, q.Args...)
+		_, err := s.Dialect.InboxRecord(context.Background(), s.Beginner, "", watermill.NewUUID()+string(rune('a'+i)), old)
 		require.NoError(t, err)
 	}
 	c, err := middleware.NewInboxCleaner(s.Beginner, middleware.InboxCleanerConfig{Dialect: s.Dialect,

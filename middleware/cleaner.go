@@ -30,7 +30,8 @@ type JobResult = pacing.JobResult
 
 // InboxCleanerConfig configures an InboxCleaner.
 type InboxCleanerConfig struct {
-	// Dialect builds the SQL. Required.
+	// Dialect deletes the ids (its Inbox role) and takes the job's lease.
+	// Required.
 	Dialect dialects.Dialect
 	// CleanUp is inbox.clean-up of the configuration: ids older than TTL (default
 	// 24h) are deleted, BatchSize (default 1000) per statement. The ttl must
@@ -182,8 +183,8 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
 		n, skipped, err := c.locker.CleanUp(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
-			cfg.BatchSize, func() dialects.Query {
-				return c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+			cfg.BatchSize, func(ctx context.Context) (int64, error) {
+				return c.config.Dialect.InboxDeleteBefore(ctx, c.db, c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
 			})
 		return JobResult{Rows: n, Skipped: skipped, Err: err}
 	}, func(r JobResult, _, next time.Duration) {

@@ -73,7 +73,7 @@ type InboxConfig struct {
 	// DB is the pool the inbox opens its transactions on
 	// (sql.BeginnerFromPgx, sql.BeginnerFromStdSQL). Required.
 	DB wsql.Beginner
-	// Dialect builds the SQL. Required.
+	// Dialect records the ids (its Inbox role). Required.
 	Dialect dialects.Dialect
 	// Mode is Transactional (default) or NonTransactional.
 	Mode InboxMode
@@ -101,8 +101,8 @@ type InboxConfig struct {
 	// fake one (see oncebox.Clock).
 	Clock oncebox.Clock
 	// TxOptions are the options of the inbox's transactions. Default: READ
-	// COMMITTED (the dialect's Features.ReadCommittedTx: on Oracle, the
-	// default isolation, which is READ COMMITTED).
+	// COMMITTED (the dialect's InboxTxOptions: on Oracle, the default
+	// isolation, which is READ COMMITTED).
 	TxOptions *stdsql.TxOptions
 	// Hooks receives what the inbox does. Default: NopInboxHooks.
 	Hooks InboxHooks
@@ -168,6 +168,7 @@ func (NopInboxHooks) CacheError(error) {}
 // subscriber decorator in package subscriber.
 type Inbox struct {
 	config InboxConfig
+	d      dialects.Inbox // config.Dialect's role
 	logger watermill.LoggerAdapter
 	tracer trace.Tracer
 
@@ -220,7 +221,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 		config.Clock = clock.Real{}
 	}
 	if config.TxOptions == nil {
-		config.TxOptions = config.Dialect.Features().ReadCommittedTx
+		config.TxOptions = config.Dialect.InboxTxOptions()
 	}
 	if config.Hooks == nil {
 		config.Hooks = NopInboxHooks{}
@@ -236,6 +237,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 	}
 	return &Inbox{
 		config:       config,
+		d:            config.Dialect,
 		tracer:       config.TracerProvider.Tracer(tracerName),
 		logger:       logger.With(watermill.LogFields{"component": "oncebox-inbox", "mode": config.Mode.String()}),
 		topicHandler: map[string]string{},
@@ -431,16 +433,11 @@ func (i *Inbox) runUnkeyed(msg *message.Message, handle func(*message.Message) e
 
 // record inserts the key unless present and reports whether it was new.
 func (i *Inbox) record(ctx context.Context, db wsql.ContextExecutor, ns, key string) (bool, error) {
-	q := i.config.Dialect.InboxInsert(ns, key, i.config.Clock.Now().UTC())
-	res, err := db.ExecContext(ctx, q.SQL, q.Args...)
+	isNew, err := i.d.InboxRecord(ctx, db, ns, key, i.config.Clock.Now().UTC())
 	if err != nil {
 		return false, fmt.Errorf("oncebox: inbox: record %q: %w", key, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("oncebox: inbox: record %q: %w", key, err)
-	}
-	return n == 1, nil
+	return isNew, nil
 }
 
 func (i *Inbox) namespace(ctx context.Context) string {

@@ -23,7 +23,7 @@ type PoisonConfig struct {
 	// DB is where the DLQ rows are written, in their own statement (the
 	// handler's transaction, if any, has rolled back). Required.
 	DB wsql.ContextExecutor
-	// Dialect builds the SQL. Required.
+	// Dialect stores the rows (its Inbox role). Required.
 	Dialect dialects.Dialect
 	// Key returns the message's event id. Default: the oncebox_event_id
 	// header. A key that is not a UUID is stored as no event id; such rows
@@ -59,6 +59,7 @@ type PoisonConfig struct {
 // subscription. An operator retries, resolves or deletes them later.
 type PoisonQueue struct {
 	config PoisonConfig
+	d      dialects.Inbox // config.Dialect's role
 	logger watermill.LoggerAdapter
 }
 
@@ -95,7 +96,7 @@ func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*Poiso
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &PoisonQueue{config: config, logger: logger.With(watermill.LogFields{"component": "oncebox-poison-queue"})}, nil
+	return &PoisonQueue{config: config, d: config.Dialect, logger: logger.With(watermill.LogFields{"component": "oncebox-poison-queue"})}, nil
 }
 
 // Middleware is the router middleware. On a handler error it stores the
@@ -199,18 +200,12 @@ func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 // payload nowhere, so it is stored apart, keyed by its message UUID like a
 // message without an event id, and the collision is logged.
 func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error {
-	q := p.config.Dialect.DLQConsumerPayload(*row.EventID, row.HandlerName)
-	rows, err := p.config.DB.QueryContext(ctx, q.SQL, q.Args...)
+	stored, found, err := p.d.PoisonPayload(ctx, p.config.DB, *row.EventID, row.HandlerName)
 	if err != nil {
 		return fmt.Errorf("oncebox: poison queue: store message %s: read the DLQ row of event %s: %w", row.MessageUUID, row.EventID, err)
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return iterErr(rows)
-	}
-	var stored []byte
-	if err := rows.Scan(&stored); err != nil {
-		return fmt.Errorf("oncebox: poison queue: store message %s: read the DLQ row of event %s: %w", row.MessageUUID, row.EventID, err)
+	if !found {
+		return nil
 	}
 	if !bytes.Equal(stored, row.Payload) {
 		p.logger.Error("Another message carries the event id of a parked one; it is parked apart, by message UUID", nil,
@@ -220,18 +215,8 @@ func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error
 	return nil
 }
 
-// iterErr is the iteration error of rows, for the drivers whose rows have
-// one (watermill-sql's Rows interface does not declare it).
-func iterErr(rows wsql.Rows) error {
-	if r, ok := rows.(interface{ Err() error }); ok {
-		return r.Err()
-	}
-	return nil
-}
-
 func (p *PoisonQueue) exec(ctx context.Context, row dialects.DLQRow) error {
-	q := p.config.Dialect.DLQUpsertConsumer(row)
-	if _, err := p.config.DB.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+	if err := p.d.PoisonUpsert(ctx, p.config.DB, row); err != nil {
 		return fmt.Errorf("oncebox: poison queue: store message %s: %w", row.MessageUUID, err)
 	}
 	return nil

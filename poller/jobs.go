@@ -69,8 +69,8 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
 			func(ctx context.Context) error {
 				var err error
-				rows, err = dbexec.RepeatExec(ctx, p.db, p.d, cfg.BatchSize, func() dialects.Query {
-					return p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				rows, err = dbexec.RepeatExec(ctx, cfg.BatchSize, func(ctx context.Context) (int64, error) {
+					return p.d.Exec(ctx, p.db, p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize))
 				})
 				if err != nil || rows == 0 {
 					// Only after traffic: an instance writes a heartbeat
@@ -94,8 +94,8 @@ func (p *Poller) leasedCleanUp(ctx context.Context, job string, cfg oncebox.Clea
 	del func(cutoff time.Time, limit int) dialects.Query) {
 	p.runJob(ctx, job, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
 		return p.locker.CleanUp(ctx, job, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
-			cfg.BatchSize, func() dialects.Query {
-				return del(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+			cfg.BatchSize, func(ctx context.Context) (int64, error) {
+				return p.d.Exec(ctx, p.db, del(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize))
 			})
 	})
 }

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 )
 
 // listenerPingEvery is how long the listener waits for a notification
@@ -28,10 +29,22 @@ const listenerPingEvery = 10 * time.Minute
 // and closes it when the session ends. The poller builds it itself when its
 // db is sql.BeginnerFromPgx over a *pgxpool.Pool; pass it in
 // Config.Listener to listen through another pool, e.g. when the relay reads
-// through database/sql.
-func PgxListener(pool *pgxpool.Pool) Listener { return pgxListener{pool} }
+// through database/sql. It speaks PostgreSQL (LISTEN, the notification
+// queue's usage) through the PostgreSQL dialect.
+func PgxListener(pool *pgxpool.Pool) Listener {
+	d, err := postgres.New(oncebox.TablesConfig{})
+	return pgxListener{pool: pool, d: d, err: err}
+}
 
-type pgxListener struct{ pool *pgxpool.Pool }
+// pgxListener listens through d, a dialect that can notify: LISTEN and the
+// notification queue's reading name no table, so the poller's dialect and
+// one of default tables do alike. err is the failure to build d, returned
+// by every session.
+type pgxListener struct {
+	pool *pgxpool.Pool
+	d    dialects.OutboxWriter
+	err  error
+}
 
 // Listen implements Listener.
 func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), notify func(string)) error {
@@ -45,6 +58,9 @@ func (l pgxListener) Listen(ctx context.Context, channel string, ready func(), n
 // minutes without a notification stands for the ping.
 func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every time.Duration,
 	ready func(), notify func(string), usage func(float64)) error {
+	if l.err != nil {
+		return fmt.Errorf("oncebox: listener: %w", l.err)
+	}
 	pc, err := l.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("oncebox: listener: acquire a connection: %w", err)
@@ -55,7 +71,10 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+	// The dialect's statements run on the hijacked connection itself,
+	// through watermill-sql's pgx adapter.
+	db := wsql.BeginnerFromPgx(conn)
+	if err := l.d.Listen(ctx, db, channel); err != nil {
 		return fmt.Errorf("oncebox: listener: LISTEN %s: %w", channel, err)
 	}
 	ready()
@@ -66,8 +85,8 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 	read := func() error {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		var u float64
-		if err := conn.QueryRow(rctx, dialects.NotifyQueueUsageSQL).Scan(&u); err != nil {
+		u, err := l.d.NotifyQueueUsage(rctx, db)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -126,11 +145,11 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 }
 
 // defaultListener is the Listener the poller builds when Config.Listener is
-// nil: PgxListener over db's pool when db is watermill-sql's PgxBeginner
-// over a *pgxpool.Pool and the dialect can notify; nil (polling only)
-// otherwise.
+// nil: PgxListener over db's pool, listening through d, when db is
+// watermill-sql's PgxBeginner over a *pgxpool.Pool and d can notify; nil
+// (polling only) otherwise.
 func defaultListener(db any, d dialects.Dialect) Listener {
-	if d.Notify("", "").SQL == "" {
+	if !d.CanNotify() {
 		return nil
 	}
 	var conn wsql.Conn
@@ -141,7 +160,7 @@ func defaultListener(db any, d dialects.Dialect) Listener {
 		conn = b.Conn
 	}
 	if pool, ok := conn.(*pgxpool.Pool); ok {
-		return PgxListener(pool)
+		return pgxListener{pool: pool, d: d}
 	}
 	return nil
 }

@@ -24,58 +24,56 @@ const DefaultWakeQueueLimit = 0.5
 // DefaultWakeQueueCheck is the default of Config.WakeQueueCheck.
 const DefaultWakeQueueCheck = 10 * time.Second
 
-// ReadQueueUsage is the default of Config.WakeQueueUsage: it reads
-// pg_notification_queue_usage() through tx, the transaction being
-// published in (a read-only function: no lock, no write).
-func ReadQueueUsage(ctx context.Context, tx sql.ContextExecutor) (float64, error) {
-	rows, err := tx.QueryContext(ctx, dialects.NotifyQueueUsageSQL)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = rows.Close() }()
-	var usage float64
-	if !rows.Next() {
-		if r, ok := rows.(interface{ Err() error }); ok && r.Err() != nil {
-			return 0, r.Err()
-		}
-		return 0, errors.New("pg_notification_queue_usage() returned no row")
-	}
-	if err := rows.Scan(&usage); err != nil {
-		return 0, err
-	}
-	return usage, rows.Close()
+// ReadQueueUsage returns the default of Config.WakeQueueUsage for the
+// dialect d: d's reading of PostgreSQL's notification queue usage
+// (dialects.OutboxWriter.NotifyQueueUsage, a read-only function: no lock,
+// no write) through tx, the transaction being published in. A function
+// given in WakeQueueUsage may wrap it.
+func ReadQueueUsage(d dialects.OutboxWriter) func(ctx context.Context, tx sql.ContextExecutor) (float64, error) {
+	return d.NotifyQueueUsage
 }
 
-// readDefaultUsage is the default reading (ReadQueueUsage); a test
-// replaces it with one that fails.
-var readDefaultUsage = ReadQueueUsage
+// readDefaultUsage, when set, replaces the default reading
+// (ReadQueueUsage); a test sets one that fails.
+var readDefaultUsage func(ctx context.Context, tx sql.ContextExecutor) (float64, error)
+
+// defaultUsage is the default reading: ReadQueueUsage of the dialect, or
+// readDefaultUsage.
+func (p *Publisher) defaultUsage() func(ctx context.Context, tx sql.ContextExecutor) (float64, error) {
+	if readDefaultUsage != nil {
+		return readDefaultUsage
+	}
+	return ReadQueueUsage(p.w)
+}
 
 // usageSavepoint names the savepoint around the default reading.
 const usageSavepoint = "oncebox_wake_queue_usage"
 
-// readUsageSafely makes the default reading under a savepoint: should it
-// fail, the savepoint is rolled back, the transaction goes on and ok is
-// false (this transaction does not notify: the relay polls; the next
-// reading is WakeQueueCheck later). A failed statement aborts a PostgreSQL
-// transaction, so without the savepoint the wake-up, an optimisation, would
-// fail the business write. Two statements more, once per WakeQueueCheck per
-// process and channel. The error is returned only when the savepoint
-// itself cannot be set or rolled back (the transaction is then unusable).
+// readUsageSafely makes the default reading under a savepoint (the
+// dialect's Savepoint): should it fail, the savepoint is rolled back, the
+// transaction goes on and ok is false (this transaction does not notify:
+// the relay polls; the next reading is WakeQueueCheck later). A failed
+// statement aborts a PostgreSQL transaction, so without the savepoint the
+// wake-up, an optimisation, would fail the business write. Two statements
+// more, once per WakeQueueCheck per process and channel. The error is
+// returned only when the savepoint itself cannot be set or rolled back (the
+// transaction is then unusable).
 func (p *Publisher) readUsageSafely(ctx context.Context, channel string) (usage float64, ok bool, err error) {
-	if _, err := p.db.ExecContext(ctx, "SAVEPOINT "+usageSavepoint); err != nil {
+	read := p.defaultUsage()
+	readErr, err := p.w.Savepoint(ctx, p.db, usageSavepoint, func() error {
+		var err error
+		usage, err = read(ctx, p.db)
+		return err
+	})
+	switch {
+	case err != nil && readErr != nil:
+		return 0, false, errors.Join(readErr, err)
+	case err != nil:
 		return 0, false, err
-	}
-	usage, err = readDefaultUsage(ctx, p.db)
-	if err != nil {
-		if _, rerr := p.db.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+usageSavepoint); rerr != nil {
-			return 0, false, errors.Join(err, rerr)
-		}
+	case readErr != nil:
 		p.logger.Error("Could not read PostgreSQL's notification queue usage: this transaction sends no wake-up notification",
-			err, watermill.LogFields{"channel": channel})
+			readErr, watermill.LogFields{"channel": channel})
 		return 0, false, nil
-	}
-	if _, err := p.db.ExecContext(ctx, "RELEASE SAVEPOINT "+usageSavepoint); err != nil {
-		return 0, false, err
 	}
 	return usage, true, nil
 }
@@ -156,11 +154,10 @@ func (p *Publisher) notify(ctx context.Context, eventType string) error {
 	if done {
 		return nil
 	}
-	channel := dialects.NotifyChannel(p.config.Dialect.Tables())
-	q := p.config.Dialect.Notify(channel, eventType)
-	if q.SQL == "" {
+	if !p.w.CanNotify() {
 		return nil
 	}
+	channel := dialects.NotifyChannel(p.config.Dialect.Tables())
 	full, err := p.queueFull(ctx, channel)
 	if err != nil {
 		// On PostgreSQL a failed statement aborts the transaction: report
@@ -177,7 +174,7 @@ func (p *Publisher) notify(ctx context.Context, eventType string) error {
 	if !limiter.allow(notifyKey{channel, eventType}, p.config.Clock.Now(), window) {
 		return nil
 	}
-	if _, err := p.db.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+	if err := p.w.Notify(ctx, p.db, channel, eventType); err != nil {
 		// On PostgreSQL a failed statement aborts the transaction, so the
 		// events cannot commit either: report it like a failed insert.
 		return fmt.Errorf("oncebox: publish events of type %q: wake-up notification on channel %q: %w", eventType, channel, err)
@@ -239,7 +236,7 @@ func (p *Publisher) queueFull(ctx context.Context, channel string) (bool, error)
 		usage, err = p.config.WakeQueueUsage(ctx, p.db)
 	case p.config.AllowNonTransactionalDangerously && !isTx(p.db):
 		// No transaction to abort (and none to set a savepoint in).
-		usage, err = readDefaultUsage(ctx, p.db)
+		usage, err = p.defaultUsage()(ctx, p.db)
 	default:
 		var ok bool
 		if usage, ok, err = p.readUsageSafely(ctx, channel); err == nil && !ok {

@@ -182,7 +182,7 @@ func TestReadQueueUsageReadsThroughTheTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	require.NoError(t, b.inTx(t, false, func(tx pgx.Tx) error {
-		u, err := publisher.ReadQueueUsage(context.Background(), wsql.TxFromPgx(tx))
+		u, err := publisher.ReadQueueUsage(b.schema.Dialect)(context.Background(), wsql.TxFromPgx(tx))
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, u, 0.0)
 		require.Less(t, u, publisher.DefaultWakeQueueLimit)

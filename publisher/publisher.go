@@ -39,7 +39,8 @@ import (
 // Config configures a Publisher. Build it once and reuse it for every
 // transaction: NewPublisher does no work beyond checking its arguments.
 type Config struct {
-	// Dialect builds the SQL. Required.
+	// Dialect writes the rows and the wake-up (its OutboxWriter role).
+	// Required.
 	Dialect dialects.Dialect
 	// Oncebox is the oncebox configuration. The publisher reads the event
 	// types (when outbox.events is not empty, an unknown type is refused), the
@@ -102,8 +103,8 @@ type Config struct {
 	// transaction. Default 10s (DefaultWakeQueueCheck).
 	WakeQueueCheck time.Duration
 	// WakeQueueUsage reads the queue's usage; tx is the transaction being
-	// published in. Default ReadQueueUsage (one
-	// SELECT pg_notification_queue_usage() through tx), run under a
+	// published in. Default ReadQueueUsage(Dialect) (one reading of
+	// pg_notification_queue_usage() through tx), run under a
 	// savepoint so that a failed reading cannot abort the caller's
 	// transaction (that transaction then sends no notification); a
 	// function given here runs as it is. Tests pass a fake reading.
@@ -116,6 +117,7 @@ type Config struct {
 // publish from one goroutine at a time).
 type Publisher struct {
 	db      sql.ContextExecutor
+	w       dialects.OutboxWriter // config.Dialect's role
 	config  Config
 	maxSize int
 	logger  watermill.LoggerAdapter
@@ -179,7 +181,7 @@ func NewPublisher(db sql.ContextExecutor, config Config, logger watermill.Logger
 	if maxSize <= 0 {
 		maxSize = oncebox.DefaultMaxPayloadSize
 	}
-	return &Publisher{db: db, config: config, maxSize: maxSize, logger: logger}, nil
+	return &Publisher{db: db, w: config.Dialect, config: config, maxSize: maxSize, logger: logger}, nil
 }
 
 // isTx tells a transaction from a pool the way watermill-sql does: only a
@@ -193,8 +195,9 @@ func isTx(db sql.ContextExecutor) bool {
 }
 
 // Publish writes msgs as events of type topic, all in one statement (several
-// past dialect.MaxRowsPerInsert rows, still in the caller's transaction). The
-// context of the first message is used for the statement.
+// past the rows one statement of the database takes, still in the caller's
+// transaction: dialects.OutboxWriter.InsertEvents). The context of the
+// first message is used for the statements.
 //
 // Each message keeps its UUID, payload and metadata; its ordering key is read
 // from the oncebox_key header (see oncebox.SetKey). Each event gets a new
@@ -304,17 +307,12 @@ func (p *Publisher) traceHeaders(msg *message.Message, extra ...string) []string
 const traceparentHeader = "traceparent"
 
 func (p *Publisher) insert(ctx context.Context, topic string, rows []dialects.EventRow) error {
-	limit := p.config.Dialect.MaxRowsPerInsert()
-	for start := 0; start < len(rows); start += limit {
-		chunk := rows[start:min(start+limit, len(rows))]
-		q := p.config.Dialect.EventsInsert(chunk)
-		res, err := p.db.ExecContext(ctx, q.SQL, q.Args...)
-		if err != nil {
-			return fmt.Errorf("oncebox: publish %d events of type %q: %w", len(rows), topic, err)
+	if err := p.w.InsertEvents(ctx, p.db, rows); err != nil {
+		var short *dialects.InsertCountError
+		if errors.As(err, &short) {
+			return fmt.Errorf("oncebox: publish events of type %q: %w", topic, err)
 		}
-		if n, err := res.RowsAffected(); err == nil && n != int64(len(chunk)) {
-			return fmt.Errorf("oncebox: publish events of type %q: inserted %d rows, want %d", topic, n, len(chunk))
-		}
+		return fmt.Errorf("oncebox: publish %d events of type %q: %w", len(rows), topic, err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -67,14 +68,14 @@ func TestCLIOnMariaDB(t *testing.T) {
 	for i := range 3 {
 		eid, err := oncebox.NewEventID()
 		require.NoError(t, err)
-		env.Exec(t, env.Dialect.EventsInsert([]dialects.EventRow{{ID: eid, EventType: "order-created", Topic: "orders",
+		require.NoError(t, env.Dialect.InsertEvents(context.Background(), env.Beginner, []dialects.EventRow{{ID: eid, EventType: "order-created", Topic: "orders",
 			MessageUUID: eid.String(), Payload: []byte("{}"), Metadata: "{}", CreatedAt: now.Add(-time.Duration(i+1) * time.Minute)}}))
 	}
 	eid, err := oncebox.NewEventID()
 	require.NoError(t, err)
 	rowID, err := oncebox.NewEventID()
 	require.NoError(t, err)
-	env.Exec(t, env.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: rowID, EventID: &eid, HandlerName: "billing",
+	require.NoError(t, env.Dialect.PoisonUpsert(context.Background(), env.Beginner, dialects.DLQRow{ID: rowID, EventID: &eid, HandlerName: "billing",
 		EventType: "order-created", Topic: "orders", MessageUUID: "m-1", Payload: []byte("{}"), Metadata: "{}",
 		Error: "boom", FailedAt: now}))
 

@@ -104,7 +104,8 @@ func testInboxCleanUpRunsOnOneInstanceUnderTheLease(t *testing.T, tg Target) {
 		if i < 25 {
 			at = t0.Add(-25 * time.Hour)
 		}
-		s.Exec(t, s.Dialect.InboxInsert("", fmt.Sprintf("id-%d", i), at))
+		_, err := s.Dialect.InboxRecord(ctx, s.Beginner, "", fmt.Sprintf("id-%d", i), at)
+		require.NoError(t, err)
 	}
 	var mu sync.Mutex
 	var results []middleware.JobResult

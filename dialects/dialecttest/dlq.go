@@ -53,7 +53,7 @@ func (s *suite) insertDLQ(t *testing.T, r dlqRow) oncebox.EventID {
 	if r.source == oncebox.DLQSourceConsumer {
 		row.HandlerName = "ship"
 	}
-	s.Exec(t, s.Dialect.DLQUpsertConsumer(row))
+	require.NoError(t, s.Dialect.PoisonUpsert(context.Background(), s.Beginner, row))
 	require.Equal(t, int64(1), s.exec(t, "UPDATE "+s.Tables.DLQ+" SET source = "+s.P(1)+", status = "+s.P(2)+
 		", retry_count = 4, last_failed_at = "+s.P(3)+", moved_at = "+s.P(4)+", updated_at = "+s.P(5)+" WHERE id = "+s.P(6),
 		string(r.source), string(r.status), r.movedAt, r.movedAt, r.movedAt, s.ID(id)))
@@ -185,7 +185,7 @@ func testDLQTransfer(t *testing.T, tg Target) {
 		ids := s.publish(t, s.clock, "own-event", 1)
 		s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PROCESSED', retry_count = 2, last_error = 'x'")
 		rowID := newID(t)
-		s.Exec(t, s.Dialect.DLQUpsertConsumer(dialects.DLQRow{ID: rowID, EventID: &ids[0], HandlerName: "h", EventType: "own-event",
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, dialects.DLQRow{ID: rowID, EventID: &ids[0], HandlerName: "h", EventType: "own-event",
 			Topic: "own-event", MessageUUID: "m", Payload: []byte("new"), Metadata: `{"oncebox_event_id":"` + ids[0].String() + `"}`,
 			Error: "bad", FailedAt: t0}))
 		require.NoError(t, st.SetStatus(ctx, rowID, oncebox.DLQStatusToRetry))
@@ -219,7 +219,7 @@ func testDLQRetryThroughPollers(t *testing.T, tg Target) {
 	} {
 		r.ID = newID(t)
 		dlqIDs = append(dlqIDs, r.ID)
-		s.Exec(t, s.Dialect.DLQUpsertConsumer(r))
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, r))
 	}
 	// And many publisher rows.
 	tx := s.begin(t)

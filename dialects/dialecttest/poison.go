@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -31,14 +32,13 @@ func testDLQConsumerUpsertStoresAPoisonMessageOnce(t *testing.T, tg Target) {
 	}
 	for _, withID := range []bool{true, false} {
 		first := row("ship", withID, t0, "first")
-		s.Exec(t, s.Dialect.DLQUpsertConsumer(first))
-		s.Exec(t, s.Dialect.DLQUpsertConsumer(row("ship", withID, t0.Add(time.Minute), "second")))
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, first))
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, row("ship", withID, t0.Add(time.Minute), "second")))
 		// Two instances store it at once.
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				q := s.Dialect.DLQUpsertConsumer(row("ship", withID, t0.Add(2*time.Minute), "racing"))
-				if _, err := s.DB.ExecContext(ctx, q.SQL, q.Args...); err != nil {
+				if err := s.Dialect.PoisonUpsert(ctx, wsql.BeginnerFromStdSQL(s.DB), row("ship", withID, t0.Add(2*time.Minute), "racing")); err != nil {
 					t.Error(err)
 				}
 			})
@@ -58,7 +58,7 @@ func testDLQConsumerUpsertStoresAPoisonMessageOnce(t *testing.T, tg Target) {
 		} else {
 			require.Nil(t, r.EventID)
 		}
-		s.Exec(t, s.Dialect.DLQUpsertConsumer(row("bill", withID, t0, "other handler")))
+		require.NoError(t, s.Dialect.PoisonUpsert(ctx, s.Beginner, row("bill", withID, t0, "other handler")))
 	}
 	require.Equal(t, 4, s.Count(t, s.Tables.DLQ, ""), "ship and bill, with and without an event id")
 }

@@ -571,7 +571,7 @@ func testClaimOrdersByNextRetryAtThenID(t *testing.T, tg Target) {
 		rows[i] = dialects.EventRow{ID: id, EventType: "order-created", Topic: "orders",
 			MessageUUID: id.String(), Payload: []byte("{}"), Metadata: "{}", CreatedAt: t0}
 	}
-	s.Exec(t, s.Dialect.EventsInsert(rows))
+	require.NoError(t, s.Dialect.InsertEvents(context.Background(), s.Beginner, rows))
 	var got []oncebox.EventID
 	for range 3 {
 		claimed, err := s.Dialect.Claim(context.Background(), s.Beginner, dialects.ClaimParams{

@@ -24,6 +24,9 @@ const mysqlMaxIDsPerStatement = 10_000
 // go-sql-driver/mysql must set parseTime=true and loc=UTC: times are
 // DATETIME(6) columns holding UTC. See docs/mysql.md.
 type Dialect struct {
+	sqlkit.Outbox
+	sqlkit.Inbox
+
 	schema   string
 	tables   dialects.Tables
 	lockName string
@@ -49,6 +52,15 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
 	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
 	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	// No NotifyStatements: MySQL and MariaDB have no notification on
+	// commit, so the relay polls only.
+	d.Outbox = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true}}
+	d.Inbox = sqlkit.Inbox{
+		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
+			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
+		CleanUpTx: &relayTx,
+		TxOptions: sqlkit.ReadCommitted,
+	}
 	return d, nil
 }
 

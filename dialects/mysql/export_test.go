@@ -100,3 +100,28 @@ func (d *Dialect) DLQDeleteSQL(id oncebox.EventID) dialects.Query { return d.dlq
 func (d *Dialect) DLQDeleteManySQL(ids []oncebox.EventID) dialects.Query { return d.dlqDeleteMany(ids) }
 
 func (d *Dialect) DLQDeleteWhereSQL(f dialects.DLQFilter) dialects.Query { return d.dlqDeleteWhere(f) }
+
+// The inbox's, the poison queue's and the publisher's statement builders,
+// for the golden tests.
+
+func (d *Dialect) EventsInsertSQL(rows []dialects.EventRow) dialects.Query {
+	return d.eventsInsert(rows)
+}
+
+func (d *Dialect) MaxRowsPerInsert() int { return d.maxRowsPerInsert() }
+
+func (d *Dialect) InboxInsertSQL(consumer, id string, now time.Time) dialects.Query {
+	return d.inboxInsert(consumer, id, now)
+}
+
+func (d *Dialect) InboxDeleteBeforeSQL(cutoff time.Time, limit int) dialects.Query {
+	return d.inboxDeleteBefore(cutoff, limit)
+}
+
+func (d *Dialect) DLQUpsertConsumerSQL(r dialects.DLQRow) dialects.Query {
+	return d.dlqUpsertConsumer(r)
+}
+
+func (d *Dialect) DLQConsumerPayloadSQL(eventID oncebox.EventID, handler string) dialects.Query {
+	return d.dlqConsumerPayload(eventID, handler)
+}

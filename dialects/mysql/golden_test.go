@@ -104,7 +104,7 @@ func TestMySQLEventsInsertGolden(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
 	atUS := at.Truncate(time.Microsecond)
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
-	q := d.EventsInsert([]dialects.EventRow{
+	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
 	})
@@ -117,7 +117,7 @@ func TestMySQLEventsInsertGolden(t *testing.T) {
 
 	// The biggest batch fits the bind parameter limit.
 	rows := make([]dialects.EventRow, d.MaxRowsPerInsert())
-	big := d.EventsInsert(rows)
+	big := d.EventsInsertSQL(rows)
 	require.LessOrEqual(t, len(big.Args), 65535)
 	require.Equal(t, len(big.Args), strings.Count(big.SQL, "?"))
 }
@@ -163,15 +163,15 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"AcquireLease: LeaseInsert", d.LeaseInsert(lease)},
 		{"AcquireLease: LeaseTake", d.LeaseTake(lease)},
 		{"LeaseRelease", d.LeaseRelease(lease)},
-		{"InboxInsert", d.InboxInsert("ns", "k1", at)},
+		{"InboxInsert", d.InboxInsertSQL("ns", "k1", at)},
 		{"InboxRecordMany: InboxSelectPresent", d.InboxSelectPresent("ns", []string{"k1", "k2"})},
 		{"InboxRecordMany: InboxInsertMany", d.InboxInsertMany("ns", []string{"k1", "k2"}, at)},
-		{"InboxDeleteBefore", d.InboxDeleteBefore(at, 1000)},
-		{"DLQUpsertConsumer (event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, EventID: &id2, HandlerName: "h",
+		{"InboxDeleteBefore", d.InboxDeleteBeforeSQL(at, 1000)},
+		{"DLQUpsertConsumer (event id)", d.DLQUpsertConsumerSQL(dialects.DLQRow{ID: id1, EventID: &id2, HandlerName: "h",
 			EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m", Payload: []byte("p"), Metadata: "{}", Error: "e", FailedAt: at})},
-		{"DLQUpsertConsumer (no event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id1, HandlerName: "h",
+		{"DLQUpsertConsumer (no event id)", d.DLQUpsertConsumerSQL(dialects.DLQRow{ID: id1, HandlerName: "h",
 			EventType: "a", Topic: "ta", MessageUUID: "m", Metadata: "{}", Error: "e", FailedAt: at})},
-		{"DLQConsumerPayload", d.DLQConsumerPayload(id2, "h")},
+		{"DLQConsumerPayload", d.DLQConsumerPayloadSQL(id2, "h")},
 		{"TransferDLQToOutbox: DLQToRetryProbe", d.DLQToRetryProbe()},
 		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
 		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},

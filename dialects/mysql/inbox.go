@@ -21,13 +21,13 @@ const mysqlMaxInboxKey = 255
 // mysqlInboxChunk is the most ids of one inbox statement.
 const mysqlInboxChunk = 5_000
 
-// InboxInsert implements Dialect: INSERT IGNORE; one affected row means the
-// id is new. Locks: a concurrent insert of the same (consumer, event_id) by
+// inboxInsert is InboxRecord's statement: INSERT IGNORE; one affected row
+// means the id is new. Locks: a concurrent insert of the same (consumer, event_id) by
 // an uncommitted transaction makes this one wait on the primary key until
 // that transaction ends; then it inserts (the other rolled back) or ignores
 // the row (it committed). The middleware keeps keys and namespaces within
 // 255 bytes, the columns' width, so IGNORE never hides a truncation.
-func (d *Dialect) InboxInsert(consumer, id string, now time.Time) dialects.Query {
+func (d *Dialect) inboxInsert(consumer, id string, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL:  "INSERT IGNORE INTO " + d.tables.Inbox + " (consumer, event_id, processed_at) VALUES (?, ?, ?)",
 		Args: []any{consumer, id, sqlkit.MicroUTC(now)},
@@ -78,7 +78,7 @@ const inboxSavepoint = "oncebox_inbox_record"
 // When it inserted fewer, a concurrent transaction inserted some of them
 // between the two statements and INSERT IGNORE does not say which: the
 // insert is rolled back to the savepoint and the candidates are inserted one
-// at a time with InboxInsert, one affected row meaning new.
+// at a time with inboxInsert, one affected row meaning new.
 func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
 	if len(consumer) > mysqlMaxInboxKey {
 		return nil, fmt.Errorf("%w: inbox consumer is %d bytes, more than %d", oncebox.ErrInvalidInput, len(consumer), mysqlMaxInboxKey)
@@ -126,7 +126,7 @@ func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, 
 			return err
 		}
 		for _, id := range candidates {
-			n, err := sqlkit.ExecAffected(ctx, tx, d.InboxInsert(consumer, id, now))
+			n, err := sqlkit.ExecAffected(ctx, tx, d.inboxInsert(consumer, id, now))
 			if err != nil {
 				return err
 			}
@@ -143,25 +143,25 @@ func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, 
 	return fresh, nil
 }
 
-// InboxDeleteBefore implements Dialect: up to limit ids processed before
-// cutoff. MySQL refuses LIMIT in an IN subquery: DELETE … ORDER BY … LIMIT.
-// Index: (processed_at).
-func (d *Dialect) InboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
+// inboxDeleteBefore is InboxDeleteBefore's statement: up to limit ids
+// processed before cutoff. MySQL refuses LIMIT in an IN subquery: DELETE …
+// ORDER BY … LIMIT. Index: (processed_at).
+func (d *Dialect) inboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL:  "DELETE FROM " + d.tables.Inbox + " WHERE processed_at < ?\n ORDER BY processed_at\n LIMIT ?",
 		Args: []any{sqlkit.MicroUTC(cutoff), limit},
 	}
 }
 
-// DLQUpsertConsumer implements Dialect: store a poison message, or, when the
-// same message failed the same handler before, count one more attempt on the
-// existing row. The duplicate is found by the unique index (event_id,
+// dlqUpsertConsumer is PoisonUpsert's statement: store a poison message,
+// or, when the same message failed the same handler before, count one more
+// attempt on the existing row. The duplicate is found by the unique index (event_id,
 // source, handler_name) or, without an event id, by (message_key, source,
 // handler_name), message_key being the message UUID of rows without an event
 // id. VALUES(col) is the inserted value (MariaDB has no row alias; MySQL
 // 8.0.20+ warns that VALUES() is deprecated but runs it). The affected count
 // is 1 for a new row, 2 for a counted attempt.
-func (d *Dialect) DLQUpsertConsumer(r dialects.DLQRow) dialects.Query {
+func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 	var eventID any
 	if r.EventID != nil {
 		eventID = d.EncodeID(*r.EventID)
@@ -181,9 +181,9 @@ ON DUPLICATE KEY UPDATE
 	}
 }
 
-// DLQConsumerPayload implements Dialect. Index: the unique key
+// dlqConsumerPayload is PoisonPayload's statement. Index: the unique key
 // outbox_dlq_events_event_uq (event_id, source, handler_name).
-func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
+func (d *Dialect) dlqConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
 	return dialects.Query{
 		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = ? AND source = 'consumer' AND handler_name = ?",
 		Args: []any{d.EncodeID(eventID), handler},

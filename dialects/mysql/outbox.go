@@ -7,14 +7,15 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// MaxRowsPerInsert implements Dialect.
-func (d *Dialect) MaxRowsPerInsert() int { return mysqlMaxBindParams / sqlkit.EventInsertParams }
+// maxRowsPerInsert is the most rows eventsInsert takes: 8,191, bounded by
+// the 65,535 placeholders of a prepared statement.
+func (d *Dialect) maxRowsPerInsert() int { return mysqlMaxBindParams / sqlkit.EventInsertParams }
 
-// EventsInsert implements Dialect: one multi-row INSERT of eight parameters
-// per row. MySQL placeholders cannot be reused, so the creation time is
-// written into next_retry_at and updated_at by referring to the created_at
-// value of the same row.
-func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
+// eventsInsert is InsertEvents' statement: one multi-row INSERT of eight
+// parameters per row. MySQL placeholders cannot be reused, so the creation
+// time is written into next_retry_at and updated_at by referring to the
+// created_at value of the same row.
+func (d *Dialect) eventsInsert(rows []dialects.EventRow) dialects.Query {
 	args := make([]any, 0, len(rows)*sqlkit.EventInsertParams)
 	for _, r := range rows {
 		key := sqlkit.Nullable(r.Key)
@@ -34,7 +35,3 @@ func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
 	}
 	return dialects.Query{SQL: b.String(), Args: args}
 }
-
-// Notify implements Dialect: MySQL and MariaDB have no notification on
-// commit, so the relay polls only.
-func (d *Dialect) Notify(string, string) dialects.Query { return dialects.Query{} }

@@ -29,6 +29,9 @@ const oracleEmpty = " "
 // documentation and has not been run against a server in this repository's
 // CI unless ORACLE_DSN is set: see docs/oracle.md.
 type Dialect struct {
+	sqlkit.Outbox
+	sqlkit.Inbox
+
 	tables   dialects.Tables
 	schema   string
 	lockName string
@@ -48,6 +51,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	}
 	d := &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}
 	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	// No NotifyStatements: Oracle's notifications (DBMS_ALERT, AQ) need
+	// grants and objects the schema does not have, so the relay polls
+	// only. No RELEASE SAVEPOINT either: a savepoint lasts until its
+	// transaction ends.
+	d.Outbox = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert()}}
+	d.Inbox = sqlkit.Inbox{
+		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
+			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
+		CleanUpTx: &oracleTx,
+		TxOptions: oracleTx.Options,
+	}
 	return d, nil
 }
 

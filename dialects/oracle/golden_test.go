@@ -101,20 +101,20 @@ func TestOracleEventsInsert(t *testing.T) {
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
 	}
-	q := d.EventsInsert(rows)
+	q := d.EventsInsertSQL(rows)
 	u := at.UTC()
 	require.Equal(t, []any{
 		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", u, u, u,
 		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", u, u, u,
 	}, q.Args, "no key binds NULL; times are bound in UTC, once per use")
-	one := d.EventsInsert(rows[:1])
+	one := d.EventsInsertSQL(rows[:1])
 	require.True(t, strings.HasPrefix(one.SQL, "INSERT INTO outbox_events"), "one row: a plain INSERT")
 	require.Equal(t, 999/12, d.MaxRowsPerInsert(), "INSERT ALL: at most 999 target columns in all")
 	var many []dialects.EventRow
 	for i := 0; i < d.MaxRowsPerInsert(); i++ {
 		many = append(many, dialects.EventRow{ID: oncebox.EventID{byte(i), byte(i >> 8)}, CreatedAt: at})
 	}
-	big := d.EventsInsert(many)
+	big := d.EventsInsertSQL(many)
 	require.LessOrEqual(t, len(big.Args), 65535)
 	require.LessOrEqual(t, strings.Count(big.SQL, "\n  INTO ")*strings.Count(oracle.EventInsertColumnsForTest, ",")+strings.Count(big.SQL, "\n  INTO "), 999)
 	requireOracleBinds(t, "EventsInsert max", big)
@@ -137,8 +137,8 @@ func oracleStatements(d *oracle.Dialect) []golden.Query {
 		{"MigrationsTableCreate", d.MigrationsTableCreate()},
 		{"MigrationsSelect", d.MigrationsSelect()},
 		{"MigrationsInsert", d.MigrationsInsert(1, "0001_init.sql", at)},
-		{"EventsInsert (one row)", d.EventsInsert([]dialects.EventRow{{ID: id1, EventType: "a", Topic: "t", MessageUUID: "m", Metadata: "{}", CreatedAt: at}})},
-		{"EventsInsert (two rows)", d.EventsInsert([]dialects.EventRow{
+		{"EventsInsert (one row)", d.EventsInsertSQL([]dialects.EventRow{{ID: id1, EventType: "a", Topic: "t", MessageUUID: "m", Metadata: "{}", CreatedAt: at}})},
+		{"EventsInsert (two rows)", d.EventsInsertSQL([]dialects.EventRow{
 			{ID: id1, EventType: "a", Topic: "t", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 			{ID: id2, EventType: "a", Topic: "t", MessageUUID: "m2", Metadata: "{}", CreatedAt: at}})},
 		{"EventsDueTypes (discovery, first page)", d.EventsDueTypes(at, "", 100)},
@@ -165,15 +165,15 @@ func oracleStatements(d *oracle.Dialect) []golden.Query {
 		{"EventsDeleteProcessed", d.EventsDeleteProcessed(at, 1000)},
 		{"AcquireLease: LeaseAcquire", d.LeaseAcquire(lease)},
 		{"LeaseRelease", d.LeaseRelease(lease)},
-		{"InboxInsert", d.InboxInsert("billing", "e-1", at)},
-		{"InboxInsert (default namespace)", d.InboxInsert("", "e-1", at)},
-		{"InboxDeleteBefore", d.InboxDeleteBefore(at, 1000)},
-		{"DLQUpsertConsumer (event id)", d.DLQUpsertConsumer(dialects.DLQRow{ID: id2, EventID: &id1, HandlerName: "h",
+		{"InboxInsert", d.InboxInsertSQL("billing", "e-1", at)},
+		{"InboxInsert (default namespace)", d.InboxInsertSQL("", "e-1", at)},
+		{"InboxDeleteBefore", d.InboxDeleteBeforeSQL(at, 1000)},
+		{"DLQUpsertConsumer (event id)", d.DLQUpsertConsumerSQL(dialects.DLQRow{ID: id2, EventID: &id1, HandlerName: "h",
 			EventType: "order-created", Topic: "orders", Key: "k", MessageUUID: "m1", Payload: []byte("p"),
 			Metadata: "{}", Error: "boom", FailedAt: at})},
-		{"DLQUpsertConsumer (no event id, handler '')", d.DLQUpsertConsumer(dialects.DLQRow{ID: id2, EventType: "order-created",
+		{"DLQUpsertConsumer (no event id, handler '')", d.DLQUpsertConsumerSQL(dialects.DLQRow{ID: id2, EventType: "order-created",
 			Topic: "orders", MessageUUID: "m1", Metadata: "{}", Error: "boom", FailedAt: at})},
-		{"DLQConsumerPayload (handler '')", d.DLQConsumerPayload(id1, "")},
+		{"DLQConsumerPayload (handler '')", d.DLQConsumerPayloadSQL(id1, "")},
 		{"Backlog", d.Backlog()},
 	}
 	qs = append(qs, golden.DLQStoreQueries(d)...)

@@ -11,14 +11,14 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// InboxInsert implements Dialect: a MERGE that inserts (consumer, id) when
-// not present; one affected row means new. consumer "" (the default
+// inboxInsert is InboxRecord's statement: a MERGE that inserts (consumer,
+// id) when not present; one affected row means new. consumer "" (the default
 // namespace) and id "" are stored as ' ' (Oracle's "" is NULL). A concurrent
 // uncommitted insert of the same key makes the MERGE wait; if that
 // transaction commits, the MERGE fails with ORA-00001 instead of affecting
-// nothing (InboxRecordMany turns that into "not new"; a single InboxInsert
-// returns the error, and the message is redelivered and then found).
-func (d *Dialect) InboxInsert(consumer, id string, now time.Time) dialects.Query {
+// nothing (InboxRecordMany turns that into "not new"; InboxRecord returns
+// the error, and the message is redelivered and then found).
+func (d *Dialect) inboxInsert(consumer, id string, now time.Time) dialects.Query {
 	var b binder
 	return b.Query("MERGE INTO " + d.tables.Inbox + " i\nUSING (SELECT " + b.P(oraText(consumer)) + " AS consumer, " +
 		b.P(oraText(id)) + " AS event_id, " + b.T(now) + ` AS processed_at FROM DUAL) s
@@ -26,23 +26,23 @@ func (d *Dialect) InboxInsert(consumer, id string, now time.Time) dialects.Query
  WHEN NOT MATCHED THEN INSERT (consumer, event_id, processed_at) VALUES (s.consumer, s.event_id, s.processed_at)`)
 }
 
-// InboxDeleteBefore implements Dialect: up to limit ids processed before
-// cutoff, through a ROWNUM-bounded ROWID subquery (inbox rows are never
+// inboxDeleteBefore is InboxDeleteBefore's statement: up to limit ids
+// processed before cutoff, through a ROWNUM-bounded ROWID subquery (inbox rows are never
 // updated; one leased instance runs the clean-up). Index: (processed_at).
-func (d *Dialect) InboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
+func (d *Dialect) inboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.Inbox + " WHERE ROWID IN (SELECT ROWID FROM " + d.tables.Inbox +
 		"\n WHERE processed_at < " + b.T(cutoff) + " AND ROWNUM <= " + b.P(limit) + ")")
 }
 
-// DLQUpsertConsumer implements Dialect: a MERGE on the key the unique
-// indexes enforce, (event_id, source, handler_name), or (message_uuid,
+// dlqUpsertConsumer is PoisonUpsert's statement: a MERGE on the key the
+// unique indexes enforce, (event_id, source, handler_name), or (message_uuid,
 // source, handler_name) for a message without an event id; a row already
 // there counts one more attempt. handler_name "" is stored as ' '. Two
 // concurrent MERGEs of a new key: one fails with ORA-00001 (PostgreSQL's ON
 // CONFLICT would update instead); the message is redelivered and counted
 // then.
-func (d *Dialect) DLQUpsertConsumer(r dialects.DLQRow) dialects.Query {
+func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 	var b binder
 	key := sqlkit.Nullable(r.Key)
 	var eventID any
@@ -75,10 +75,10 @@ func (d *Dialect) DLQUpsertConsumer(r dialects.DLQRow) dialects.Query {
 	return b.Query(s.String())
 }
 
-// DLQConsumerPayload implements Dialect. The conditions spell the
+// dlqConsumerPayload is PoisonPayload's statement. The conditions spell the
 // expressions of the function-based unique index on (event_id, source,
 // handler_name), so that the lookup goes through it; ” is stored as ' '.
-func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
+func (d *Dialect) dlqConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
 	var b binder
 	return b.Query("SELECT payload FROM " + d.tables.DLQ +
 		"\n WHERE CASE WHEN event_id IS NOT NULL THEN event_id END = " + b.P(d.EncodeID(eventID)) +
@@ -86,7 +86,7 @@ func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) di
 		"\n   AND CASE WHEN event_id IS NOT NULL THEN handler_name END = " + b.P(oraText(handler)))
 }
 
-// InboxRecordMany implements Dialect: one InboxInsert MERGE per id in the
+// InboxRecordMany implements Dialect: one inboxInsert MERGE per id in the
 // caller's transaction (one round trip per id), whose affected count tells
 // new (1) or present (0). An id a concurrent transaction inserted and
 // committed first makes the MERGE wait, then fail with ORA-00001: not new.
@@ -94,7 +94,7 @@ func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) di
 func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, consumer string, ids []string, now time.Time) ([]string, error) {
 	var out []string
 	for _, id := range ids {
-		n, err := sqlkit.ExecAffected(ctx, tx, d.InboxInsert(consumer, id, now))
+		n, err := sqlkit.ExecAffected(ctx, tx, d.inboxInsert(consumer, id, now))
 		if isUniqueViolation(err) {
 			continue
 		}

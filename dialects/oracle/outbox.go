@@ -8,7 +8,7 @@ import (
 )
 
 // oracleInsertParams is the number of bind parameters per row of
-// EventsInsert: eight, and the creation time three times (no placeholder is
+// eventsInsert: eight, and the creation time three times (no placeholder is
 // reused on Oracle).
 const oracleInsertParams = sqlkit.EventInsertParams + 2
 
@@ -16,21 +16,21 @@ const oracleInsertParams = sqlkit.EventInsertParams + 2
 // the INTO clauses of one multitable insert together (ORA-24335 beyond).
 const oracleMaxInsertAllColumns = 999
 
-// oracleInsertColumns is the number of columns of one EventsInsert row.
+// oracleInsertColumns is the number of columns of one eventsInsert row.
 const oracleInsertColumns = 12
 
-// MaxRowsPerInsert implements Dialect: 83 rows, bounded by the 999 target
-// columns of an INSERT ALL (12 per row) well before the 65,535 binds (10
-// per row).
-func (d *Dialect) MaxRowsPerInsert() int {
+// maxRowsPerInsert is the most rows eventsInsert takes: 83, bounded by the
+// 999 target columns of an INSERT ALL (12 per row) well before the 65,535
+// binds (10 per row).
+func (d *Dialect) maxRowsPerInsert() int {
 	return min(oracleMaxBindParams/oracleInsertParams, oracleMaxInsertAllColumns/oracleInsertColumns)
 }
 
-// EventsInsert implements Dialect: one row is a plain INSERT … VALUES;
-// several rows are one INSERT ALL INTO … VALUES (…) … SELECT 1 FROM DUAL.
-// An empty payload is stored as NULL (Oracle has no empty BLOB bind) and read
-// back as empty.
-func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
+// eventsInsert is InsertEvents' statement: one row is a plain INSERT …
+// VALUES; several rows are one INSERT ALL INTO … VALUES (…) … SELECT 1 FROM
+// DUAL. An empty payload is stored as NULL (Oracle has no empty BLOB bind)
+// and read back as empty.
+func (d *Dialect) eventsInsert(rows []dialects.EventRow) dialects.Query {
 	var b binder
 	var s strings.Builder
 	values := func(r dialects.EventRow) string {
@@ -51,7 +51,3 @@ func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
 	s.WriteString("\nSELECT 1 FROM DUAL")
 	return b.Query(s.String())
 }
-
-// Notify implements Dialect: Oracle's notifications (DBMS_ALERT, AQ) need
-// grants and objects the schema does not have, so the relay polls only.
-func (d *Dialect) Notify(string, string) dialects.Query { return dialects.Query{} }

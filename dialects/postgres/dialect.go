@@ -12,6 +12,9 @@ const postgresMaxBindParams = 65535
 
 // PostgreSQL is the dialect of PostgreSQL 12 and later (tested on 15).
 type Dialect struct {
+	sqlkit.Outbox
+	sqlkit.Inbox
+
 	schema  string
 	tables  dialects.Tables
 	lockKey int64
@@ -33,6 +36,15 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	d := &Dialect{schema: cfg.Schema, tables: t, lockKey: sqlkit.AdvisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
 	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.Outbox = sqlkit.Outbox{
+		S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true},
+		N: &sqlkit.NotifyStatements{Notify: d.notify, QueueUsage: d.notifyQueueUsage, Listen: d.listen},
+	}
+	d.Inbox = sqlkit.Inbox{
+		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
+			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
+		TxOptions: sqlkit.ReadCommitted,
+	}
 	return d, nil
 }
 

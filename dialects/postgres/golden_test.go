@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -38,7 +39,7 @@ func TestPostgreSQLEventsInsertGolden(t *testing.T) {
 	require.NoError(t, err)
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
-	q := d.EventsInsert([]dialects.EventRow{
+	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
 		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
 	})
@@ -49,9 +50,23 @@ func TestPostgreSQLEventsInsertGolden(t *testing.T) {
 	}, q.Args, "no key binds NULL, a nil payload binds empty bytes")
 
 	// The one-row statement is built once and reused.
-	one := d.EventsInsert([]dialects.EventRow{{ID: id1, CreatedAt: at}})
+	one := d.EventsInsertSQL([]dialects.EventRow{{ID: id1, CreatedAt: at}})
 	require.Equal(t, strings.Count(one.SQL, "$"), 10)
 	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+}
+
+// The wake-up on commit: pg_notify binds the channel and the payload;
+// LISTEN takes the channel as a quoted identifier (pgx's quoting).
+func TestPostgreSQLNotify(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	require.Equal(t, dialects.Query{SQL: "SELECT pg_notify($1, $2)", Args: []any{"ch", "order-created"}}, d.NotifySQL("ch", "order-created"))
+	require.Equal(t, dialects.Query{SQL: "SELECT pg_notification_queue_usage()"}, d.NotifyQueueUsageSQL())
+	for _, channel := range []string{"oncebox_outbox_events_0123456789abcdef", `a"b`, "a\x00b"} {
+		require.Equal(t, "LISTEN "+pgx.Identifier{channel}.Sanitize(), d.ListenSQL(channel).SQL, channel)
+		require.Empty(t, d.ListenSQL(channel).Args)
+	}
 }
 
 func TestPostgreSQLRelayGolden(t *testing.T) {
@@ -103,7 +118,7 @@ func TestPostgreSQLDLQGolden(t *testing.T) {
 	for _, c := range append(golden.DLQStoreQueries(d),
 		golden.Query{"DLQTransferToOutbox", d.DLQTransferToOutbox(at, 1000)},
 		golden.Query{"DLQDeleteResolved", d.DLQDeleteResolved(at, 1000)},
-		golden.Query{"DLQConsumerPayload", d.DLQConsumerPayload(oncebox.EventID{0x01}, "h")},
+		golden.Query{"DLQConsumerPayload", d.DLQConsumerPayloadSQL(oncebox.EventID{0x01}, "h")},
 	) {
 		require.Len(t, c.Q.Args, golden.CountDollarParams(c.Q.SQL), "%s: one argument per placeholder", c.Name)
 		fmt.Fprintf(&b, "-- %s\n%s;\n-- args: %v\n\n", c.Name, c.Q.SQL, c.Q.Args)

@@ -10,12 +10,12 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// InboxInsert implements Dialect: record one processed id unless present.
-// One affected row means the id is new. Locks: a concurrent insert of the
+// inboxInsert is InboxRecord's statement: record one processed id unless
+// present. One affected row means the id is new. Locks: a concurrent insert of the
 // same (consumer, event_id) by an uncommitted transaction makes this one wait
 // on the unique index until that transaction ends; then it inserts (the other
 // rolled back) or does nothing (it committed).
-func (d *Dialect) InboxInsert(consumer, id string, now time.Time) dialects.Query {
+func (d *Dialect) inboxInsert(consumer, id string, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "INSERT INTO " + d.tables.Inbox + ` (consumer, event_id, processed_at) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING`,
@@ -23,8 +23,8 @@ ON CONFLICT DO NOTHING`,
 	}
 }
 
-// inboxInsertMany implements Dialect: record ids in one statement and
-// return, one per row, those that were new.
+// inboxInsertMany is InboxRecordMany's statement: record ids in one
+// statement and return, one per row, those that were new.
 func (d *Dialect) inboxInsertMany(consumer string, ids []string, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "INSERT INTO " + d.tables.Inbox + ` (consumer, event_id, processed_at)
@@ -35,9 +35,9 @@ RETURNING event_id`,
 	}
 }
 
-// InboxDeleteBefore implements Dialect: up to limit ids processed before
-// cutoff. Index: (processed_at).
-func (d *Dialect) InboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
+// inboxDeleteBefore is InboxDeleteBefore's statement: up to limit ids
+// processed before cutoff. Index: (processed_at).
+func (d *Dialect) inboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.Inbox + ` WHERE (consumer, event_id) IN (
     SELECT consumer, event_id FROM ` + d.tables.Inbox + ` WHERE processed_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
@@ -45,10 +45,11 @@ func (d *Dialect) InboxDeleteBefore(cutoff time.Time, limit int) dialects.Query 
 	}
 }
 
-// DLQUpsertConsumer implements Dialect: store a poison message, or, when the
-// same message failed the same handler before (a crash between storing and
-// acking, or a redelivery), count one more attempt on the existing row.
-func (d *Dialect) DLQUpsertConsumer(r dialects.DLQRow) dialects.Query {
+// dlqUpsertConsumer is PoisonUpsert's statement: store a poison message,
+// or, when the same message failed the same handler before (a crash between
+// storing and acking, or a redelivery), count one more attempt on the
+// existing row.
+func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 	var eventID any
 	conflict := "(event_id, source, handler_name)"
 	if r.EventID != nil {
@@ -70,9 +71,9 @@ ON CONFLICT ` + conflict + ` DO UPDATE
 	}
 }
 
-// DLQConsumerPayload implements Dialect. Index: the unique index on
-// (event_id, source, handler_name).
-func (d *Dialect) DLQConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
+// dlqConsumerPayload is PoisonPayload's statement. Index: the unique index
+// on (event_id, source, handler_name).
+func (d *Dialect) dlqConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
 	return dialects.Query{
 		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = $1 AND source = 'consumer' AND handler_name = $2",
 		Args: []any{d.EncodeID(eventID), handler},

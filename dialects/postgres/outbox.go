@@ -2,18 +2,20 @@ package postgres
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// MaxRowsPerInsert implements Dialect.
-func (d *Dialect) MaxRowsPerInsert() int { return postgresMaxBindParams / sqlkit.EventInsertParams }
+// maxRowsPerInsert is the most rows eventsInsert takes: 8,191, bounded by
+// the 65,535 bind parameters of a statement.
+func (d *Dialect) maxRowsPerInsert() int { return postgresMaxBindParams / sqlkit.EventInsertParams }
 
-// EventsInsert implements Dialect: one multi-row INSERT. Each row takes eight
-// parameters; the creation time is bound once and used for next_retry_at,
-// created_at and updated_at.
-func (d *Dialect) EventsInsert(rows []dialects.EventRow) dialects.Query {
+// eventsInsert is InsertEvents' statement: one multi-row INSERT. Each row
+// takes eight parameters; the creation time is bound once and used for
+// next_retry_at, created_at and updated_at.
+func (d *Dialect) eventsInsert(rows []dialects.EventRow) dialects.Query {
 	args := make([]any, 0, len(rows)*sqlkit.EventInsertParams)
 	for _, r := range rows {
 		key := sqlkit.Nullable(r.Key)
@@ -53,12 +55,27 @@ func (d *Dialect) eventsInsertSQL(n int) string {
 	return string(b)
 }
 
-// Notify implements Dialect: pg_notify takes the channel as text, so it
+// notify is Notify's statement: pg_notify takes the channel as text, so it
 // needs no quoting. PostgreSQL delivers the notification only if the
 // transaction commits and folds identical ones of a transaction into one;
 // the commit takes a global lock on the notification queue, which is why
 // the publisher limits how often it notifies (docs/design.md, "Wake-up on
 // commit").
-func (d *Dialect) Notify(channel, payload string) dialects.Query {
+func (d *Dialect) notify(channel, payload string) dialects.Query {
 	return dialects.Query{SQL: "SELECT pg_notify($1, $2)", Args: []any{channel, payload}}
+}
+
+// notifyQueueUsage is NotifyQueueUsage's statement: how full the cluster's
+// notification queue is, from 0 to 1.
+func (d *Dialect) notifyQueueUsage() dialects.Query {
+	return dialects.Query{SQL: "SELECT pg_notification_queue_usage()"}
+}
+
+// listen is Listen's statement. LISTEN takes the channel as an identifier,
+// not a parameter: it is quoted (as pgx.Identifier.Sanitize quotes it, NUL
+// bytes dropped and double quotes doubled), so a channel NotifyChannel did
+// not name cannot inject anything.
+func (d *Dialect) listen(channel string) dialects.Query {
+	channel = strings.ReplaceAll(channel, "\x00", "")
+	return dialects.Query{SQL: "LISTEN \"" + strings.ReplaceAll(channel, `"`, `""`) + "\""}
 }

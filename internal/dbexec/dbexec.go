@@ -3,10 +3,6 @@ package dbexec
 
 import (
 	"context"
-
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-
-	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
 // Repeat runs the operation step, one batch of at most limit rows at a time,
@@ -28,11 +24,11 @@ func Repeat(ctx context.Context, limit int, step func(ctx context.Context) (int,
 	return total, ctx.Err()
 }
 
-// RepeatExec is Repeat over the statements next builds, each run by the
-// dialect's Exec (at the relay's isolation level).
-func RepeatExec(ctx context.Context, db wsql.Beginner, d dialects.Dialect, limit int, next func() dialects.Query) (int, error) {
+// RepeatExec is Repeat over deleteBatch, which runs one batch (in its own
+// transaction, at the relay's isolation) and returns the rows it touched.
+func RepeatExec(ctx context.Context, limit int, deleteBatch func(ctx context.Context) (int64, error)) (int, error) {
 	return Repeat(ctx, limit, func(ctx context.Context) (int, error) {
-		n, err := d.Exec(ctx, db, next())
+		n, err := deleteBatch(ctx)
 		return int(n), err
 	})
 }

@@ -78,15 +78,15 @@ func (l *Locker) RunLocked(ctx context.Context, name string, atMost, atLeast, re
 	return true, runErr
 }
 
-// CleanUp deletes rows in batches under the lease of job name: the
-// statements next builds run one after another (dbexec.RepeatExec) while the
-// lease is held. skipped is true when another owner held the lease. Every
-// clean-up job (outbox, DLQ, inbox) is this.
+// CleanUp deletes rows in batches under the lease of job name: deleteBatch
+// runs again and again (dbexec.RepeatExec), each run deleting up to limit
+// rows, while the lease is held. skipped is true when another owner held
+// the lease. Every clean-up job (outbox, DLQ, inbox) is this.
 func (l *Locker) CleanUp(ctx context.Context, name string, atMost, atLeast, releaseTimeout time.Duration,
-	limit int, next func() dialects.Query) (rows int, skipped bool, err error) {
+	limit int, deleteBatch func(ctx context.Context) (int64, error)) (rows int, skipped bool, err error) {
 	ran, err := l.RunLocked(ctx, name, atMost, atLeast, releaseTimeout, func(ctx context.Context) error {
 		var err error
-		rows, err = dbexec.RepeatExec(ctx, l.db, l.d, limit, next)
+		rows, err = dbexec.RepeatExec(ctx, limit, deleteBatch)
 		return err
 	})
 	return rows, !ran && err == nil, err
