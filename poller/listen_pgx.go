@@ -11,7 +11,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
-	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 // listenerPingEvery is how long the listener waits for a notification
@@ -32,7 +32,7 @@ const listenerPingEvery = 10 * time.Minute
 // through database/sql. It speaks PostgreSQL (LISTEN, the notification
 // queue's usage) through the PostgreSQL dialect.
 func PgxListener(pool *pgxpool.Pool) Listener {
-	d, err := postgres.New(oncebox.TablesConfig{})
+	d, err := registry.New("postgres", oncebox.TablesConfig{})
 	return pgxListener{pool: pool, d: d, err: err}
 }
 
