@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -182,8 +183,9 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
 		n, skipped, err := c.locker.CleanUp(ctx, JobInboxCleanUp, c.config.Lease, c.config.Schedule.Min, 10*time.Second,
-			cfg.BatchSize, func() dialects.Query {
-				return c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+			cfg.BatchSize, func(ctx context.Context) (int64, error) {
+				q := c.config.Dialect.InboxDeleteBefore(c.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+				return execAlone(ctx, c.db, c.config.Dialect.Features().ReadCommittedTx, q)
 			})
 		return JobResult{Rows: n, Skipped: skipped, Err: err}
 	}, func(r JobResult, _, next time.Duration) {
@@ -210,4 +212,25 @@ func (c *InboxCleaner) Close() error {
 		<-c.done
 	}
 	return nil
+}
+
+// execAlone runs q in a transaction of its own begun with opts (the
+// dialect's READ COMMITTED options, as the relay runs its single
+// statements) and returns the rows it affected.
+func execAlone(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, q dialects.Query) (int64, error) {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		_ = tx.Rollback()
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		_ = tx.Rollback()
+		return 0, err
+	}
+	return n, tx.Commit()
 }

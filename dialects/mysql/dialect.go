@@ -24,6 +24,10 @@ const mysqlMaxIDsPerStatement = 10_000
 // go-sql-driver/mysql must set parseTime=true and loc=UTC: times are
 // DATETIME(6) columns holding UTC. See docs/mysql.md.
 type Dialect struct {
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write in a READ COMMITTED transaction of its own (relayTx).
+	sqlkit.Relay
+
 	schema   string
 	tables   dialects.Tables
 	lockName string
@@ -44,7 +48,19 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	h.Write([]byte("oncebox-migrate:" + t.Migrations))
 	// GET_LOCK names are at most 64 characters and server-wide.
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
-	return &Dialect{schema: cfg.Schema, tables: t, lockName: name}, nil
+	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
+	d.Relay = sqlkit.Relay{Single: relayTx.Exec, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
+	return d, nil
 }
 
 // Name implements Dialect.

@@ -29,6 +29,10 @@ const oracleEmpty = " "
 // documentation and has not been run against a server in this repository's
 // CI unless ORACLE_DSN is set: see docs/oracle.md.
 type Dialect struct {
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write in a transaction of its own (oracleTx).
+	sqlkit.Relay
+
 	tables   dialects.Tables
 	schema   string
 	lockName string
@@ -43,7 +47,19 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}, nil
+	d := &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}
+	d.Relay = sqlkit.Relay{Single: oracleTx.Exec, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
+	return d, nil
 }
 
 // Name implements Dialect.

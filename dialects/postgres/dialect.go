@@ -12,6 +12,10 @@ const postgresMaxBindParams = 65535
 
 // PostgreSQL is the dialect of PostgreSQL 12 and later (tested on 15).
 type Dialect struct {
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write on its own: PostgreSQL's default isolation is READ COMMITTED.
+	sqlkit.Relay
+
 	schema  string
 	tables  dialects.Tables
 	lockKey int64
@@ -29,6 +33,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	}
 	d := &Dialect{schema: cfg.Schema, tables: t, lockKey: sqlkit.AdvisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
+	d.Relay = sqlkit.Relay{Single: sqlkit.Autocommit, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
 	return d, nil
 }
 

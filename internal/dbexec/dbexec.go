@@ -1,12 +1,8 @@
-// Package dbexec runs the statements of the background jobs.
+// Package dbexec repeats the batches of the background jobs.
 package dbexec
 
 import (
 	"context"
-
-	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
-
-	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
 // Repeat runs the operation step, one batch of at most limit rows at a time,
@@ -26,13 +22,4 @@ func Repeat(ctx context.Context, limit int, step func(ctx context.Context) (int,
 		}
 	}
 	return total, ctx.Err()
-}
-
-// RepeatExec is Repeat over the statements next builds, each run by the
-// dialect's Exec (at the relay's isolation level).
-func RepeatExec(ctx context.Context, db wsql.Beginner, d dialects.Dialect, limit int, next func() dialects.Query) (int, error) {
-	return Repeat(ctx, limit, func(ctx context.Context) (int, error) {
-		n, err := d.Exec(ctx, db, next())
-		return int(n), err
-	})
 }
