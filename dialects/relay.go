@@ -127,7 +127,7 @@ type DLQRow struct {
 	FailedAt time.Time
 }
 
-// RecoverParams are the bounds of a recovery (EventsRecoverStale).
+// RecoverParams are the bounds of a recovery (Relay.RecoverStale).
 type RecoverParams struct {
 	// Now is the recovery's time, written to updated_at.
 	Now time.Time
@@ -143,20 +143,31 @@ type RecoverParams struct {
 	Limit int
 }
 
+// DueType is one event type found by the relay's discovery (Relay.DueTypes).
+type DueType struct {
+	// Name is the event type.
+	Name string
+	// Due is true when one of its PENDING rows is due.
+	Due bool
+}
+
 // Relay is what the relay (package poller) and the clean-up jobs ask of the
 // dialect: claims, finalizes, recovery, heartbeats, the DLQ's retries and
-// the job lease.
+// the job lease. The methods that take a wsql.Beginner and write run their
+// statement in a transaction of their own at the relay's isolation level
+// (READ COMMITTED on MySQL whatever the server's default; a transaction the
+// database chose as a deadlock victim is run again).
 type Relay interface {
-	// EventsDueTypes selects, in order, up to limit distinct event types
-	// greater than after (the whole range when after is "") that have a
-	// PENDING row, with two columns: the type, and 1 when one of its PENDING
-	// rows is due at now, else 0. It is the relay's discovery of types nobody
-	// configured, which pages through the types with after. It probes the
-	// claim index once or twice per type (a loose index scan: the first
-	// entry of each type, then its earliest next_retry_at), so its cost
-	// grows with the number of types that have PENDING rows, never with the
-	// number of rows: rows waiting for a retry are not read.
-	EventsDueTypes(now time.Time, after string, limit int) Query
+	// DueTypes returns, in order, up to limit distinct event types greater
+	// than after (the whole range when after is "") that have a PENDING
+	// row, each with whether one of its PENDING rows is due at now. It is
+	// the relay's discovery of types nobody configured, which pages through
+	// the types with after. It probes the claim index once or twice per
+	// type (a loose index scan: the first entry of each type, then its
+	// earliest next_retry_at), so its cost grows with the number of types
+	// that have PENDING rows, never with the number of rows: rows waiting
+	// for a retry are not read.
+	DueTypes(ctx context.Context, db wsql.ContextExecutor, now time.Time, after string, limit int) ([]DueType, error)
 	// Claim locks up to p.Limit due PENDING rows of p.EventType that no other
 	// claimer holds, flips them to IN_PROCESS with p.Token and returns them,
 	// committed before it returns: one statement on PostgreSQL, a
@@ -166,59 +177,49 @@ type Relay interface {
 	// MarkProcessed marks ids PROCESSED where the claim token matches and
 	// returns the ids it marked.
 	MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error)
-	// Exec runs one of the relay's single statements (EventsMarkFailed,
-	// EventsRelease, EventsRecover, EventsDeleteProcessed, DLQDeleteResolved,
-	// InboxDeleteBefore) in its own transaction at the relay's isolation
-	// level (READ COMMITTED on MySQL whatever the server's default) and
-	// returns the rows it affected.
-	Exec(ctx context.Context, db wsql.Beginner, q Query) (int64, error)
-	// EventsMarkFailed writes each row's new state after a failed send where
-	// the claim token matches.
-	EventsMarkFailed(token oncebox.EventID, rows []FailedEvent, now time.Time) Query
-	// EventsRelease returns ids to PENDING, where the token matches, without
-	// counting an attempt.
-	EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) Query
-	// EventsRecover returns up to limit rows IN_PROCESS since before cutoff
-	// to PENDING without counting an attempt.
-	EventsRecover(cutoff, now time.Time, limit int) Query
+	// MarkFailed writes each row's new state after a failed send where the
+	// claim token matches, and returns the rows it changed (fewer than rows
+	// when a claim is stale).
+	MarkFailed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, rows []FailedEvent, now time.Time) (int64, error)
+	// ReleaseClaims returns ids to PENDING, where the token matches, without
+	// counting an attempt, and returns the rows it changed.
+	ReleaseClaims(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) (int64, error)
 	// MoveToDLQ moves up to limit FAILED rows to the DLQ table atomically
 	// and returns how many it moved.
 	MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
-	// EventsDeleteProcessed deletes up to limit PROCESSED rows updated
-	// before cutoff.
-	EventsDeleteProcessed(cutoff time.Time, limit int) Query
+	// DeleteProcessed deletes up to limit PROCESSED rows updated before
+	// cutoff and returns how many it deleted.
+	DeleteProcessed(ctx context.Context, db wsql.Beginner, cutoff time.Time, limit int) (int64, error)
 	// AcquireLease takes the job lease l unless a live lease is held, and
 	// reports whether it took it.
 	AcquireLease(ctx context.Context, db wsql.ContextExecutor, l Lease) (bool, error)
-	// LeaseRelease ends the lease l.Owner took at l.LockedAt at l.Until.
-	LeaseRelease(l Lease) Query
+	// ReleaseLease ends the lease l.Owner took at l.LockedAt at l.Until.
+	ReleaseLease(ctx context.Context, db wsql.Beginner, l Lease) error
 	// TransferDLQToOutbox moves up to limit TO_RETRY rows back to the outbox
 	// (PENDING, retry_count 0, due now; an event id already there is
 	// re-armed) and removes them from the DLQ atomically, and returns the
 	// number of DLQ rows moved.
 	TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error)
-	// DLQDeleteResolved deletes up to limit RESOLVED rows last updated
-	// before cutoff.
-	DLQDeleteResolved(cutoff time.Time, limit int) Query
+	// DeleteResolvedDLQ deletes up to limit RESOLVED DLQ rows last updated
+	// before cutoff and returns how many it deleted.
+	DeleteResolvedDLQ(ctx context.Context, db wsql.Beginner, cutoff time.Time, limit int) (int64, error)
 	// Heartbeats and the recovery of a dead instance's claims (migration
 	// 3; see docs/design.md, "Recovery").
 
-	// InstanceHeartbeat records that instance is alive at at: its row in
-	// the instances table, inserted or updated.
-	InstanceHeartbeat(instance string, at time.Time) Query
-	// InstanceEnd deletes the heartbeat row of instance (at Close).
-	InstanceEnd(instance string) Query
-	// InstancesDeleteBefore deletes the heartbeat rows older than cutoff:
-	// instances gone without Close.
-	InstancesDeleteBefore(cutoff time.Time) Query
-	// EventsRecoverStale returns up to p.Limit IN_PROCESS rows to PENDING
+	// Heartbeat records that instance is alive at at: its row in the
+	// instances table, inserted or updated.
+	Heartbeat(ctx context.Context, db wsql.Beginner, instance string, at time.Time) error
+	// EndInstance deletes the heartbeat row of instance (at Close).
+	EndInstance(ctx context.Context, db wsql.Beginner, instance string) error
+	// DeleteInstancesBefore deletes the heartbeat rows older than cutoff
+	// (instances gone without Close) and returns how many it deleted.
+	DeleteInstancesBefore(ctx context.Context, db wsql.Beginner, cutoff time.Time) (int64, error)
+	// RecoverStale returns up to p.Limit IN_PROCESS rows to PENDING
 	// without counting an attempt: those claimed before p.ClaimedBefore
 	// (max-batch-processing-time, whoever holds them), and those claimed
 	// before p.StaleBefore by an instance whose heartbeat is older than
 	// p.StaleBefore or missing. Claims without claimed_by (taken before
-	// migration 3) only go by the first bound.
-	EventsRecoverStale(p RecoverParams) Query
-	// RecoverStale runs EventsRecoverStale and reports the rows it
+	// migration 3) only go by the first bound. It reports the rows it
 	// recovered, whether any row was IN_PROCESS (someone's claim is in
 	// flight, so the caller keeps watching) and the database's clock, in
 	// UTC, read by the first statement (for the relay's clock check,
@@ -226,10 +227,6 @@ type Relay interface {
 	// Oracle a plain-read probe, then the update only when a row is
 	// IN_PROCESS.
 	RecoverStale(ctx context.Context, db wsql.Beginner, p RecoverParams) (recovered int, inProcess bool, dbNow time.Time, err error)
-	// DatabaseNow reads the database's current time, in UTC, as one row
-	// of one column (see DatabaseTime).
-	DatabaseNow() Query
-	// DatabaseTime reads the database's current time with DatabaseNow, in
-	// UTC.
+	// DatabaseTime reads the database's current time, in UTC.
 	DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error)
 }

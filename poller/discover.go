@@ -9,12 +9,13 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
 // discovery relays the event types nobody configured, as Watermill's
 // forwarder relays whatever is published. One loop asks the database which
-// types have a due PENDING row (Dialect.EventsDueTypes: one or two index
+// types have a due PENDING row (Dialect.DueTypes: one or two index
 // probes per type with PENDING rows, paging through the types after the
 // last one seen when they do not fit a page) at the pace of the defaults
 // block; each type it finds gets a loop of its own, with the defaults'
@@ -242,17 +243,17 @@ func (d *discovery) poll(ctx context.Context) error {
 	defer d.mu.Unlock()
 	last := "" // the page covers (after, last], or every type after after if not full
 	if len(page) == d.page {
-		last = page[len(page)-1].name
+		last = page[len(page)-1].Name
 	}
 	covers := func(t string) bool { return t > after && (last == "" || t <= last) }
 	due := make(map[string]bool, len(page))
 	for _, r := range page {
-		if !r.due || d.configured[r.name] {
+		if !r.Due || d.configured[r.Name] {
 			continue
 		}
-		due[r.name] = true
-		if d.active[r.name] == nil {
-			d.enqueue(r.name)
+		due[r.Name] = true
+		if d.active[r.Name] == nil {
+			d.enqueue(r.Name)
 		}
 	}
 	kept := d.queue[:0]
@@ -274,40 +275,18 @@ func (d *discovery) poll(ctx context.Context) error {
 	return nil
 }
 
-// dueType is one row of the discovery statement.
-type dueType struct {
-	name string
-	due  bool
-}
-
 // dueTypes runs the discovery statement on the page of types after after.
-func (d *discovery) dueTypes(ctx context.Context, after string) ([]dueType, error) {
+func (d *discovery) dueTypes(ctx context.Context, after string) ([]dialects.DueType, error) {
 	p := d.p
-	var types []dueType
+	var types []dialects.DueType
 	err := p.withConn(ctx, func() error {
 		// Like the claim, a started statement is not cancelled by Close:
 		// cancelling it would cost the pool its connection.
 		qctx, cancel := p.finalizeCtx()
 		defer cancel()
-		q := p.d.EventsDueTypes(p.config.Clock.Now().UTC(), after, d.page)
-		rows, err := p.db.QueryContext(qctx, q.SQL, q.Args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var t dueType
-			var due int64
-			if err := rows.Scan(&t.name, &due); err != nil {
-				return err
-			}
-			t.due = due != 0
-			types = append(types, t)
-		}
-		if r, ok := rows.(interface{ Err() error }); ok {
-			return r.Err()
-		}
-		return nil
+		var err error
+		types, err = p.d.DueTypes(qctx, p.db, p.config.Clock.Now().UTC(), after, d.page)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: discover event types: %w", err)

@@ -109,10 +109,10 @@ func (p *Poller) drainTypes(ctx context.Context) ([]oncebox.EventConfig, error) 
 			return nil, err
 		}
 		for _, t := range page {
-			if !t.due || d.configured[t.name] {
+			if !t.Due || d.configured[t.Name] {
 				continue
 			}
-			ec, err := p.config.Oncebox.Event(t.name)
+			ec, err := p.config.Oncebox.Event(t.Name)
 			if err != nil {
 				return nil, err
 			}
@@ -121,6 +121,6 @@ func (p *Poller) drainTypes(ctx context.Context) ([]oncebox.EventConfig, error) 
 		if len(page) < d.page {
 			return types, nil
 		}
-		after = page[len(page)-1].name
+		after = page[len(page)-1].Name
 	}
 }

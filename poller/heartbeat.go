@@ -84,7 +84,7 @@ func (c *claims) holding() bool {
 // It is one goroutine, waiting on the clock as the recovery job always did,
 // so an idle poller has as many timers as before.
 //
-// Its statements (heartbeat, recovery, InstanceEnd) take no
+// Its statements (heartbeat, recovery, EndInstance) take no
 // MaxConcurrentQueries slot: they run one at a time on a connection of
 // their own, one more than MaxConcurrentQueries. Behind the claims and
 // finalizes of many busy types, whose statements queue for those slots
@@ -156,7 +156,7 @@ func (p *Poller) keepLoop(jobs, beats context.Context) {
 	if beat {
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
-		if _, err := p.d.Exec(ctx, p.db, p.d.InstanceEnd(p.config.InstanceID)); err != nil {
+		if err := p.d.EndInstance(ctx, p.db, p.config.InstanceID); err != nil {
 			// The clean-up deletes it after max-batch-processing-time.
 			p.logger.Error("Could not delete the instance's heartbeat", err, nil)
 		}
@@ -207,8 +207,7 @@ func (p *Poller) keepSleep(beats, jobs context.Context, delay *time.Duration, fa
 func (p *Poller) heartbeat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.config.HeartbeatTimeout)
 	defer cancel()
-	_, err := p.d.Exec(ctx, p.db, p.d.InstanceHeartbeat(p.config.InstanceID, p.config.Clock.Now().UTC()))
-	return err
+	return p.d.Heartbeat(ctx, p.db, p.config.InstanceID, p.config.Clock.Now().UTC())
 }
 
 // recoverOnce runs the recovery, JobBatchSize rows a statement, on the

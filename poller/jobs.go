@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
-	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -69,8 +69,9 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
 			func(ctx context.Context) error {
 				var err error
-				rows, err = dbexec.RepeatExec(ctx, cfg.BatchSize, func(ctx context.Context) (int64, error) {
-					return p.d.Exec(ctx, p.db, p.d.EventsDeleteProcessed(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize))
+				rows, err = dbexec.Repeat(ctx, cfg.BatchSize, func(ctx context.Context) (int, error) {
+					n, err := p.d.DeleteProcessed(ctx, p.db, p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
+					return int(n), err
 				})
 				if err != nil || rows == 0 {
 					// Only after traffic: an instance writes a heartbeat
@@ -80,7 +81,7 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 					return err
 				}
 				gone := p.config.Clock.Now().UTC().Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime)
-				_, err = p.d.Exec(ctx, p.db, p.d.InstancesDeleteBefore(gone))
+				_, err = p.d.DeleteInstancesBefore(ctx, p.db, gone)
 				return err
 			})
 		return rows, !ran && err == nil, err
@@ -88,14 +89,14 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 }
 
 // leasedCleanUp runs the clean-up job on the CleanUp schedule: rows older
-// than cfg.TTL deleted cfg.BatchSize at a time by the statements del builds,
-// under the job's lease.
+// than cfg.TTL deleted cfg.BatchSize at a time by del, under the job's
+// lease.
 func (p *Poller) leasedCleanUp(ctx context.Context, job string, cfg oncebox.CleanUpConfig,
-	del func(cutoff time.Time, limit int) dialects.Query) {
+	del func(ctx context.Context, db wsql.Beginner, cutoff time.Time, limit int) (int64, error)) {
 	p.runJob(ctx, job, p.config.CleanUp, nil, func(ctx context.Context) (int, bool, error) {
 		return p.locker.CleanUp(ctx, job, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
 			cfg.BatchSize, func(ctx context.Context) (int64, error) {
-				return p.d.Exec(ctx, p.db, del(p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize))
+				return del(ctx, p.db, p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
 			})
 	})
 }
@@ -119,5 +120,5 @@ func (p *Poller) dlqRetryLoop(ctx context.Context) {
 // outbox.dlq.clean-up.ttl, in batches, on one instance at a time: the lease
 // "dlq-clean-up" in the jobs table. It runs on the CleanUp schedule.
 func (p *Poller) dlqCleanUpLoop(ctx context.Context) {
-	p.leasedCleanUp(ctx, JobDLQCleanUp, p.config.Oncebox.Outbox.DLQ.CleanUp, p.d.DLQDeleteResolved)
+	p.leasedCleanUp(ctx, JobDLQCleanUp, p.config.Oncebox.Outbox.DLQ.CleanUp, p.d.DeleteResolvedDLQ)
 }

@@ -28,7 +28,7 @@ type Poller struct {
 	logger watermill.LoggerAdapter
 	config Config
 	events []oncebox.EventConfig
-	d      dialects.Dialect
+	d      dialects.Relay // the dialect's relay role; config.Dialect for the rest
 	locker *lease.Locker
 	tracer trace.Tracer
 
@@ -128,7 +128,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	// failure logged by every poll forever. Later failures are retried.
 	checkCtx, cancelCheck := p.finalizeCtx()
 	err := p.withConn(checkCtx, func() error {
-		if err := p.d.CheckSchema(checkCtx, p.db); err != nil {
+		if err := p.config.Dialect.CheckSchema(checkCtx, p.db); err != nil {
 			return err
 		}
 		return p.clockAtStart(checkCtx) // clockcheck.go
@@ -781,7 +781,7 @@ func (p *Poller) finalizeRest(ec oncebox.EventConfig, token oncebox.EventID, o *
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
 		err := p.withConn(ctx, func() error {
-			n, err := p.d.Exec(ctx, p.db, p.d.EventsRelease(token, o.released, now))
+			n, err := p.d.ReleaseClaims(ctx, p.db, token, o.released, now)
 			if err != nil {
 				return err
 			}
@@ -811,7 +811,7 @@ func (p *Poller) markFailed(ec oncebox.EventConfig, token oncebox.EventID, faile
 		ctx, cancel := p.finalizeCtx()
 		defer cancel()
 		return p.withConn(ctx, func() error {
-			n, err := p.d.Exec(ctx, p.db, p.d.EventsMarkFailed(token, fs, now))
+			n, err := p.d.MarkFailed(ctx, p.db, token, fs, now)
 			if err != nil {
 				return err
 			}

@@ -354,7 +354,7 @@ func (w *waker) drain() {
 // never an event. The backoff restarts from its minimum after each session
 // that reached ready.
 func (p *Poller) listenLoop(ctx context.Context) {
-	channel := dialects.NotifyChannel(p.d.Tables())
+	channel := dialects.NotifyChannel(p.config.Dialect.Tables())
 	wh, _ := p.config.Hooks.(WakeHooks)
 	backoff := p.config.ListenerBackoff.Strategy()
 	high := false // the queue's usage reached notifyQueueHigh and has not fallen under notifyQueueLow
@@ -430,7 +430,7 @@ func (p *Poller) wakeOnCommit(db any, events []oncebox.EventConfig) (Listener, *
 	if !p.config.DisableWakeOnCommit {
 		listener = p.config.Listener
 		if listener == nil {
-			listener = defaultListener(db, p.d)
+			listener = defaultListener(db, p.config.Dialect)
 		}
 	}
 	configured := make(map[string]time.Duration, len(events))

@@ -1,12 +1,15 @@
 package dialecttest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
@@ -130,7 +133,7 @@ func testIdleDiscoveryReadsNoRowWaitingForARetry(t *testing.T, tg Target) {
 	s.publish(t, s.clock, "done", 10)
 	s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PROCESSED' WHERE event_type = 'done'")
 	s.analyze(t)
-	q := discoveryStatement(s, t0)
+	q := discoveryStatement(t, s, t0)
 	ctx := t.Context()
 	conn, err := s.DB.Conn(ctx)
 	require.NoError(t, err)
@@ -182,9 +185,32 @@ func testIdleDiscoveryReadsNoRowWaitingForARetry(t *testing.T, tg Target) {
 	require.Less(t, read, 50, "the rows waiting for a retry are not read")
 }
 
-// discoveryStatement is the discovery's statement at now, first page.
-func discoveryStatement(s *suite, now time.Time) dialects.Query {
-	return s.Dialect.EventsDueTypes(now, "", 100)
+// discoveryStatement is the discovery's statement at now, first page: what
+// Dialect.DueTypes sends, caught before it reaches the database.
+func discoveryStatement(t *testing.T, s *suite, now time.Time) dialects.Query {
+	t.Helper()
+	var c statementCatcher
+	_, err := s.Dialect.DueTypes(t.Context(), &c, now, "", 100)
+	require.ErrorIs(t, err, errCaught)
+	require.Len(t, c.caught, 1, "one statement")
+	return c.caught[0]
+}
+
+// errCaught is what statementCatcher answers to every statement.
+var errCaught = errors.New("statement caught")
+
+// statementCatcher is a handle that runs nothing: it keeps each statement
+// sent to it and fails it with errCaught.
+type statementCatcher struct{ caught []dialects.Query }
+
+func (c *statementCatcher) ExecContext(_ context.Context, query string, args ...any) (wsql.Result, error) {
+	c.caught = append(c.caught, dialects.Query{SQL: query, Args: args})
+	return nil, errCaught
+}
+
+func (c *statementCatcher) QueryContext(_ context.Context, query string, args ...any) (wsql.Rows, error) {
+	c.caught = append(c.caught, dialects.Query{SQL: query, Args: args})
+	return nil, errCaught
 }
 
 // analyze refreshes the planner's statistics of the outbox table.

@@ -107,7 +107,7 @@ func testMergedFinalizeSkipsAStaleBatch(t *testing.T, tg Target) {
 	liveIDs := claim(live, t0.Add(200*time.Second))
 	// Only the first claim is older than max-batch-processing-time.
 	now := t0.Add(301 * time.Second)
-	n, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(now.Add(-300*time.Second), now, 1000))
+	n, err := s.recoverClaimedBefore(ctx, now.Add(-300*time.Second), now, 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
 	require.ElementsMatch(t, staleIDs, claim(thief, now), "the stale claim's rows were taken by another instance")

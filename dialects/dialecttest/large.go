@@ -33,10 +33,10 @@ func testLargeBatches(t *testing.T, tg Target) {
 	for i, id := range ids[1_200:2_400] {
 		failed[i] = dialects.FailedEvent{ID: id, Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: t0.Add(time.Duration(i) * time.Second), Error: fmt.Sprint("e", i)}
 	}
-	affected, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsMarkFailed(token, failed, t0))
+	affected, err := s.Dialect.MarkFailed(ctx, s.Beginner, token, failed, t0)
 	require.NoError(t, err)
 	require.Equal(t, int64(1_200), affected)
-	affected, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRelease(token, ids[2_400:], t0))
+	affected, err = s.Dialect.ReleaseClaims(ctx, s.Beginner, token, ids[2_400:], t0)
 	require.NoError(t, err)
 	require.Equal(t, int64(1_200), affected)
 

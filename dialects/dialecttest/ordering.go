@@ -87,8 +87,8 @@ func (s *suite) markProcessed(t *testing.T, tok oncebox.EventID, ids ...oncebox.
 // PENDING until retryAt, or FAILED when status says so.
 func (s *suite) markFailed(t *testing.T, tok, id oncebox.EventID, status oncebox.Status, retryAt time.Time) {
 	t.Helper()
-	n, err := s.Dialect.Exec(context.Background(), s.Beginner, s.Dialect.EventsMarkFailed(tok,
-		[]dialects.FailedEvent{{ID: id, Status: status, RetryCount: 1, NextRetryAt: retryAt, Error: "refused"}}, s.clock.Now()))
+	n, err := s.Dialect.MarkFailed(context.Background(), s.Beginner, tok,
+		[]dialects.FailedEvent{{ID: id, Status: status, RetryCount: 1, NextRetryAt: retryAt, Error: "refused"}}, s.clock.Now())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 }
@@ -136,7 +136,7 @@ func testOrderedClaimKeepsOneBatchOfAKeyInFlight(t *testing.T, tg Target) {
 	ids := s.publishKeys(t, "order-created", "A", "A", "A")
 	tok, got := s.claimByKey(t, "order-created", 10, false)
 	require.Equal(t, ids[:1], got)
-	n, err := s.Dialect.Exec(context.Background(), s.Beginner, s.Dialect.EventsRelease(tok, got, s.clock.Now()))
+	n, err := s.Dialect.ReleaseClaims(context.Background(), s.Beginner, tok, got, s.clock.Now())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	tok, got = s.claimByKey(t, "order-created", 10, false)

@@ -123,13 +123,23 @@ func testRecoveryLimitAndCutoff(t *testing.T, tg Target) {
 	_, err = s.Dialect.Claim(ctx, s.Beginner, dialects.ClaimParams{EventType: "recover", Limit: 2, Token: newID(t), Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	cutoff := t0.Add(time.Minute)
-	n, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(cutoff, t0.Add(2*time.Hour), 2))
+	n, err := s.recoverClaimedBefore(ctx, cutoff, t0.Add(2*time.Hour), 2)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n, "the limit")
-	n, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(cutoff, t0.Add(2*time.Hour), 100))
+	n, err = s.recoverClaimedBefore(ctx, cutoff, t0.Add(2*time.Hour), 100)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n, "the claim made after the cutoff stays")
 	require.Equal(t, 3, s.Count(t, s.Tables.Events, "event_type = 'recover' AND status = 'PENDING' AND retry_count = 0 AND claim_token IS NULL"))
+}
+
+// recoverClaimedBefore returns up to limit rows claimed before cutoff to
+// PENDING, as of now: the recovery by max-batch-processing-time alone,
+// RecoverStale with both of its bounds at cutoff (then a claim's
+// instance and heartbeat change nothing). It returns the rows recovered.
+func (s *suite) recoverClaimedBefore(ctx context.Context, cutoff, now time.Time, limit int) (int64, error) {
+	n, _, _, err := s.Dialect.RecoverStale(ctx, s.Beginner, dialects.RecoverParams{Now: now, ClaimedBefore: cutoff,
+		StaleBefore: cutoff, Limit: limit})
+	return int64(n), err
 }
 
 func claimedIDs(evs []dialects.ClaimedEvent) []oncebox.EventID {
@@ -155,7 +165,7 @@ func testFinalizeGuardAfterRecovery(t *testing.T, tg Target) {
 		return evs
 	}
 	recoverAt := func(now time.Time) int64 {
-		n, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRecover(now.Add(-300*time.Second), now, 1000))
+		n, err := s.recoverClaimedBefore(ctx, now.Add(-300*time.Second), now, 1000)
 		require.NoError(t, err)
 		return n
 	}
@@ -177,10 +187,10 @@ func testFinalizeGuardAfterRecovery(t *testing.T, tg Target) {
 	for i, id := range ids {
 		failed[i] = dialects.FailedEvent{ID: id, Status: oncebox.StatusFailed, RetryCount: 4, NextRetryAt: now, Error: "late"}
 	}
-	n, err := s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsMarkFailed(stale, failed, now))
+	n, err := s.Dialect.MarkFailed(ctx, s.Beginner, stale, failed, now)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	n, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRelease(stale, ids, now))
+	n, err = s.Dialect.ReleaseClaims(ctx, s.Beginner, stale, ids, now)
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Equal(t, 4, s.status(t, "IN_PROCESS"), "the live claim is untouched")
@@ -190,12 +200,12 @@ func testFinalizeGuardAfterRecovery(t *testing.T, tg Target) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, ids[:2], marked)
 	retryAt := now.Add(10 * time.Second)
-	n, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsMarkFailed(fresh, []dialects.FailedEvent{
+	n, err = s.Dialect.MarkFailed(ctx, s.Beginner, fresh, []dialects.FailedEvent{
 		{ID: ids[2], Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: retryAt, Error: "broker said no"},
-	}, now))
+	}, now)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
-	n, err = s.Dialect.Exec(ctx, s.Beginner, s.Dialect.EventsRelease(fresh, ids[3:], now))
+	n, err = s.Dialect.ReleaseClaims(ctx, s.Beginner, fresh, ids[3:], now)
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	require.Equal(t, 2, s.status(t, "PROCESSED"))

@@ -117,9 +117,9 @@ func (d *Dialect) eventsClaimLockCandidates(p dialects.ClaimParams, ids []oncebo
 	}
 }
 
-// Claim implements Dialect: eventsClaimSelect then eventsClaimUpdate in one
-// READ COMMITTED transaction, committed before it returns. An idle poll
-// stops at eventsClaimProbe: one plain read instead of the transaction's
+// Claim implements dialects.Relay: eventsClaimSelect then eventsClaimUpdate
+// in one READ COMMITTED transaction, committed before it returns. An idle
+// poll stops at eventsClaimProbe: one plain read instead of the transaction's
 // four round trips (SET TRANSACTION, START TRANSACTION, SELECT, COMMIT).
 // Ordered (p.ByKey), eventsClaimCandidates takes the probe's place,
 // eventsClaimLockCandidates the select's, and the rows come in id order.

@@ -9,13 +9,13 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// DatabaseNow implements Dialect: UTC_TIMESTAMP(6), whatever the session's
-// time zone.
-func (d *Dialect) DatabaseNow() dialects.Query {
+// databaseNow is DatabaseTime's statement: UTC_TIMESTAMP(6), whatever the
+// session's time zone.
+func (d *Dialect) databaseNow() dialects.Query {
 	return dialects.Query{SQL: "SELECT " + sqlkit.MysqlNowUTC}
 }
 
-// DatabaseTime implements dialects.Dialect.
+// DatabaseTime implements dialects.Relay with databaseNow.
 func (d *Dialect) DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error) {
-	return sqlkit.DatabaseTime(ctx, db, d)
+	return sqlkit.DatabaseTime(ctx, db, d.Name(), d.databaseNow())
 }

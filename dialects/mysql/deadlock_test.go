@@ -10,14 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
+	mysqldialect "github.com/oncebox/watermill-oncebox/dialects/mysql"
 )
 
 // TestMySQLDeadlockVictimIsRetried makes the dialect's own transaction the
 // victim of a real InnoDB deadlock and checks that the operation is run
-// again and succeeds, its first attempt's change rolled back: Exec updates
-// rows A then B; a heavier transaction holds B, then asks for A. InnoDB
-// rolls back the lighter transaction (the dialect's); without the retry
-// Exec would return Error 1213.
+// again and succeeds, its first attempt's change rolled back: RelayExec
+// (how the relay's single statements run) updates rows A then B; a heavier
+// transaction holds B, then asks for A. InnoDB rolls back the lighter
+// transaction (the dialect's); without the retry RelayExec would return
+// Error 1213.
 func TestMySQLDeadlockVictimIsRetried(t *testing.T) {
 	t.Parallel()
 	e := mysqlTarget(t).New(t)
@@ -53,13 +55,13 @@ func TestMySQLDeadlockVictimIsRetried(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := e.Dialect.Exec(ctx, e.Beginner, dialects.Query{
+		n, err := mysqldialect.RelayExec(ctx, e.Beginner, dialects.Query{
 			SQL:  "UPDATE " + e.Tables.Events + " SET retry_count = retry_count + 1 WHERE id IN (?, ?) ORDER BY id",
 			Args: []any{a, b},
 		})
 		done <- result{n, err}
 	}()
-	// Wait until Exec holds A and waits for B.
+	// Wait until RelayExec holds A and waits for B.
 	// INNODB_TRX is a cache refreshed only when it was not read for 0.1 s:
 	// poll slower than that, and match this test's table only.
 	var lastErr error
@@ -70,7 +72,7 @@ func TestMySQLDeadlockVictimIsRetried(t *testing.T) {
 		return lastErr == nil && waiting >= 1
 	}, 30*time.Second, 250*time.Millisecond, "Exec waits for B")
 	require.NoError(t, lastErr)
-	// The cycle: the heavy transaction asks for A. InnoDB rolls Exec's back.
+	// The cycle: the heavy transaction asks for A. InnoDB rolls RelayExec's back.
 	_, err = heavy.ExecContext(ctx, "SELECT id FROM "+e.Tables.Events+" WHERE id = ? FOR UPDATE", a)
 	require.NoError(t, err, "the heavy transaction is not the victim")
 	require.Greater(t, deadlocks(), before, "InnoDB detected the deadlock")

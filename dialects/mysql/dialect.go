@@ -26,6 +26,9 @@ const mysqlMaxIDsPerStatement = 10_000
 type Dialect struct {
 	sqlkit.Outbox
 	sqlkit.Inbox
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write in a READ COMMITTED transaction of its own (relayTx).
+	sqlkit.Relay
 
 	schema   string
 	tables   dialects.Tables
@@ -61,6 +64,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		CleanUpTx: &relayTx,
 		TxOptions: sqlkit.ReadCommitted,
 	}
+	d.Relay = sqlkit.Relay{Single: relayTx.Exec, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
 	return d, nil
 }
 

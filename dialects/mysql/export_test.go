@@ -1,21 +1,23 @@
 package mysql
 
 import (
+	"context"
 	"time"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-func (d *Dialect) DLQDeleteID(id oncebox.EventID) dialects.Query { return d.dLQDeleteID(id) }
+func (d *Dialect) DLQDeleteID(id oncebox.EventID) dialects.Query { return d.dlqDeleteID(id) }
 
-func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dLQToRetryProbe() }
+func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dlqToRetryProbe() }
 
 func (d *Dialect) DLQTransferInsert(rows []dialects.EventRow, now time.Time) dialects.Query {
-	return d.dLQTransferInsert(rows, now)
+	return d.dlqTransferInsert(rows, now)
 }
 
-func (d *Dialect) DLQTransferSelect(limit int) dialects.Query { return d.dLQTransferSelect(limit) }
+func (d *Dialect) DLQTransferSelect(limit int) dialects.Query { return d.dlqTransferSelect(limit) }
 
 func (d *Dialect) EventsClaimCandidates(p dialects.ClaimParams) dialects.Query {
 	return d.eventsClaimCandidates(p)
@@ -124,4 +126,56 @@ func (d *Dialect) DLQUpsertConsumerSQL(r dialects.DLQRow) dialects.Query {
 
 func (d *Dialect) DLQConsumerPayloadSQL(eventID oncebox.EventID, handler string) dialects.Query {
 	return d.dlqConsumerPayload(eventID, handler)
+}
+
+// The relay's statements (sqlkit.Relay's builders and RecoverStale's),
+// under the names the golden tests give them.
+
+func (d *Dialect) EventsDueTypes(now time.Time, after string, limit int) dialects.Query {
+	return d.eventsDueTypes(now, after, limit)
+}
+
+func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
+	return d.eventsMarkFailed(token, rows, now)
+}
+
+func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsRelease(token, ids, now)
+}
+
+func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query {
+	return d.eventsRecover(cutoff, now, limit)
+}
+
+func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
+	return d.eventsDeleteProcessed(cutoff, limit)
+}
+
+func (d *Dialect) LeaseRelease(l dialects.Lease) dialects.Query { return d.leaseRelease(l) }
+
+func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+	return d.dlqDeleteResolved(cutoff, limit)
+}
+
+func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Query {
+	return d.instanceHeartbeat(instance, at)
+}
+
+func (d *Dialect) InstanceEnd(instance string) dialects.Query { return d.instanceEnd(instance) }
+
+func (d *Dialect) InstancesDeleteBefore(cutoff time.Time) dialects.Query {
+	return d.instancesDeleteBefore(cutoff)
+}
+
+func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
+	return d.eventsRecoverStale(p)
+}
+
+func (d *Dialect) DatabaseNow() dialects.Query { return d.databaseNow() }
+
+// RelayExec runs q as the relay runs its single statements (Relay.Single:
+// in a READ COMMITTED transaction of its own, a deadlock victim run again),
+// for the live tests.
+func RelayExec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
+	return relayTx.Exec(ctx, db, q)
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// InstanceHeartbeat implements Dialect: insert the instance's row or move
-// its heartbeat. VALUES() rather than MySQL 8.0.19's row alias, which
+// instanceHeartbeat is Relay.Heartbeat's statement: insert the instance's row
+// or move its heartbeat. VALUES() rather than MySQL 8.0.19's row alias, which
 // MariaDB does not have. Locks: the instance's own row. Index: the primary
 // key.
-func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Query {
+func (d *Dialect) instanceHeartbeat(instance string, at time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "INSERT INTO " + d.tables.Instances + ` (instance_id, heartbeat_at) VALUES (?, ?)
 ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`,
@@ -21,14 +21,14 @@ ON DUPLICATE KEY UPDATE heartbeat_at = VALUES(heartbeat_at)`,
 	}
 }
 
-// InstanceEnd implements Dialect.
-func (d *Dialect) InstanceEnd(instance string) dialects.Query {
+// instanceEnd is Relay.EndInstance's statement.
+func (d *Dialect) instanceEnd(instance string) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE instance_id = ?", Args: []any{instance}}
 }
 
-// InstancesDeleteBefore implements Dialect. The table holds one row per
-// instance (a handful), so it is read whole.
-func (d *Dialect) InstancesDeleteBefore(cutoff time.Time) dialects.Query {
+// instancesDeleteBefore is Relay.DeleteInstancesBefore's statement. The table
+// holds one row per instance (a handful), so it is read whole.
+func (d *Dialect) instancesDeleteBefore(cutoff time.Time) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < ?", Args: []any{sqlkit.MicroUTC(cutoff)}}
 }
 
@@ -40,16 +40,16 @@ func (d *Dialect) eventsInProcessProbe() dialects.Query {
 	return dialects.Query{SQL: "SELECT " + sqlkit.MysqlNowUTC + ", EXISTS (SELECT 1 FROM " + d.tables.Events + " WHERE status = 'IN_PROCESS')"}
 }
 
-// EventsRecoverStale implements Dialect: EventsRecover's derived table
+// eventsRecoverStale is RecoverStale's update: eventsRecover's derived table
 // (LIMIT and SKIP LOCKED, which MySQL refuses in an IN subquery and on an
-// UPDATE) with the heartbeat bound added. Every row it recovers was
-// claimed before StaleBefore, so the (status, claimed_at) index bounds the
-// scan to the claims older than the heartbeat timeout; each is checked
-// against its instance's row by primary key. Locks: FOR UPDATE SKIP LOCKED
-// locks the outbox rows it selects; the NOT EXISTS subquery is a plain
-// consistent read (a locking clause does not reach into a nested subquery),
-// so the recovery never waits on a heartbeat being written.
-func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
+// UPDATE) with the heartbeat bound added. Every row it recovers was claimed
+// before StaleBefore, so the (status, claimed_at) index bounds the scan to
+// the claims older than the heartbeat timeout; each is checked against its
+// instance's row by primary key. Locks: FOR UPDATE SKIP LOCKED locks the
+// outbox rows it selects; the NOT EXISTS subquery is a plain consistent read
+// (a locking clause does not reach into a nested subquery), so the recovery
+// never waits on a heartbeat being written.
+func (d *Dialect) eventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	stale := sqlkit.MicroUTC(p.StaleBefore)
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` AS e
@@ -68,13 +68,14 @@ func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	}
 }
 
-// RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
-// is IN_PROCESS, EventsRecoverStale in its own READ COMMITTED transaction.
+// RecoverStale implements dialects.Relay: eventsInProcessProbe, then, when a
+// row is IN_PROCESS, eventsRecoverStale in its own READ COMMITTED
+// transaction.
 func (d *Dialect) RecoverStale(ctx context.Context, db wsql.Beginner, p dialects.RecoverParams) (int, bool, time.Time, error) {
 	dbNow, found, err := sqlkit.ProbeWithClock(ctx, db, d.Name(), d.eventsInProcessProbe())
 	if err != nil || !found {
 		return 0, false, dbNow, err
 	}
-	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))
+	n, err := relayTx.Exec(ctx, db, d.eventsRecoverStale(p))
 	return int(n), true, dbNow, err
 }

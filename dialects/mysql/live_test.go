@@ -707,7 +707,7 @@ func TestMySQLLargestBatchFinalizes(t *testing.T) {
 			NextRetryAt: liveT0.Add(time.Duration(i) * time.Millisecond), Error: fmt.Sprint("error ", i)}
 	}
 	start := time.Now()
-	n, err := d.Exec(ctx, e.Beginner, d.EventsMarkFailed(token, failed, liveT0))
+	n, err := d.MarkFailed(ctx, e.Beginner, token, failed, liveT0)
 	require.NoError(t, err)
 	require.EqualValues(t, oncebox.MaxBatchSize, n)
 	t.Logf("EventsMarkFailed of %d rows in one statement: %s", n, time.Since(start).Round(time.Millisecond))

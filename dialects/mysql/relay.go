@@ -12,8 +12,6 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// claimColumns is the select list of the claim, in the order of
-// ClaimedEvent.ScanTargets.
 // relayTx is how the relay's transactions run on MySQL: READ COMMITTED,
 // whatever the server's default, so that locking reads take record locks
 // only, never gap locks, and see rows committed by other instances since the
@@ -42,11 +40,11 @@ func (d *Dialect) eventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID
 	}
 }
 
-// MarkProcessed implements Dialect: eventsMarkProcessed in one READ
+// MarkProcessed implements dialects.Relay: eventsMarkProcessed in one READ
 // COMMITTED transaction; when it changed fewer rows than ids (a stale
-// finalize), that transaction is rolled back and the rows still this
-// claim's are locked (eventsLockClaimed) and marked, so that exactly the
-// ids this call marked are returned.
+// finalize), that transaction is rolled back and the rows still this claim's
+// are locked (eventsLockClaimed) and marked, so that exactly the ids this
+// call marked are returned.
 func (d *Dialect) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
 	return sqlkit.MarkProcessed(ctx, db, relayTx, mysqlMaxIDsPerStatement, ids,
 		func(ids []oncebox.EventID) dialects.Query { return d.eventsMarkProcessed(token, ids, now) },
@@ -66,14 +64,14 @@ func (d *Dialect) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, cla
 		})
 }
 
-// EventsMarkFailed implements Dialect: one UPDATE giving each row its own
-// status, retry count, next retry time and error through CASE id WHEN …
-// THEN … per column, under the same claim-token guard as
+// eventsMarkFailed is Relay.MarkFailed's statement: one UPDATE giving each
+// row its own status, retry count, next retry time and error through CASE id
+// WHEN … THEN … per column, under the same claim-token guard as
 // eventsMarkProcessed. The ids are written as hexadecimal literals (built
 // from their bytes, so safe in the text) rather than bound: a batch of
 // MaxBatchSize (10,000) failures then takes 3 parameters per row, 30,003 in
 // all, under the limit of 65,535, where binding the ids would take 9 per row.
-func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
+func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
 	now = sqlkit.MicroUTC(now)
 	args := make([]any, 0, 3*len(rows)+3)
 	var b strings.Builder
@@ -110,9 +108,10 @@ func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.Failed
 	return dialects.Query{SQL: b.String(), Args: args}
 }
 
-// EventsRelease implements Dialect: rows of a claim go back to PENDING as
-// they were, without counting an attempt (broker unreachable, shutdown).
-func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+// eventsRelease is Relay.ReleaseClaims's statement: rows of a claim go back
+// to PENDING as they were, without counting an attempt (broker unreachable,
+// shutdown).
+func (d *Dialect) eventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = ?
  WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,
@@ -120,9 +119,12 @@ func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, no
 	}
 }
 
-// EventsRecover implements Dialect: up to limit rows IN_PROCESS since before
-// cutoff go back to PENDING without counting an attempt, and lose their claim
-// token so that the stuck claimer's late finalize matches nothing.
+// eventsRecover returns up to limit rows IN_PROCESS since before cutoff to
+// PENDING without counting an attempt, and clears their claim token so that
+// the stuck claimer's late finalize matches nothing. No run method runs it:
+// the relay recovers with eventsRecoverStale, this statement with the
+// heartbeat bound added. It is kept, with its golden file, as the plain
+// form of the recovery.
 //
 // MySQL refuses LIMIT in an IN subquery and has no SKIP LOCKED on UPDATE; a
 // derived table may carry both, and is materialized before the join. Locks:
@@ -131,7 +133,7 @@ func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, no
 // LIMIT deadlocked with MarkProcessed (measured): it locks the (status,
 // claimed_at) entry and then waits for the row, while the finalizer holds
 // the row and waits for the entry. Index: (status, claimed_at).
-func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query {
+func (d *Dialect) eventsRecover(cutoff, now time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` AS e
   JOIN (SELECT id FROM ` + d.tables.Events + `
@@ -205,9 +207,10 @@ func (d *Dialect) eventsFailedProbe() dialects.Query {
 	return dialects.Query{SQL: "SELECT 1 FROM " + d.tables.Events + " WHERE status = 'FAILED' LIMIT 1"}
 }
 
-// MoveToDLQ implements Dialect: eventsFailedProbe, then eventsMoveSelect, eventsCopyToDLQ and
-// eventsDelete per row in one READ COMMITTED transaction: a crash leaves each row
-// either in the outbox or in the DLQ.
+// MoveToDLQ implements dialects.Relay: eventsFailedProbe, then
+// eventsMoveSelect, eventsCopyToDLQ and eventsDelete per row in one READ
+// COMMITTED transaction: a crash leaves each row either in the outbox or in
+// the DLQ.
 func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	if found, err := sqlkit.Exists(ctx, db, d.eventsFailedProbe()); err != nil || !found {
 		return 0, err
@@ -234,9 +237,9 @@ func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time
 	return moved, nil
 }
 
-// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
-// updated before cutoff. Index: (status, updated_at).
-func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
+// eventsDeleteProcessed is Relay.DeleteProcessed's statement: up to limit
+// PROCESSED rows last updated before cutoff. Index: (status, updated_at).
+func (d *Dialect) eventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.Events + ` WHERE status = 'PROCESSED' AND updated_at < ?
  ORDER BY updated_at, id
@@ -264,8 +267,8 @@ func (d *Dialect) leaseTake(l dialects.Lease) dialects.Query {
 	}
 }
 
-// AcquireLease implements Dialect with leaseInsert then leaseTake, each
-// atomic on its own: no transaction is needed.
+// AcquireLease implements dialects.Relay with leaseInsert then leaseTake,
+// each atomic on its own: no transaction is needed.
 func (d *Dialect) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l dialects.Lease) (bool, error) {
 	if _, err := sqlkit.ExecAffected(ctx, db, d.leaseInsert(l)); err != nil {
 		return false, err
@@ -274,39 +277,28 @@ func (d *Dialect) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l d
 	return n == 1, err
 }
 
-// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
-// l.LockedAt to end at l.Until (the at-least time, or now).
-func (d *Dialect) LeaseRelease(l dialects.Lease) dialects.Query {
+// leaseRelease is Relay.ReleaseLease's statement: shorten the lease held by
+// l.Owner since l.LockedAt to end at l.Until (the at-least time, or now).
+func (d *Dialect) leaseRelease(l dialects.Lease) dialects.Query {
 	return dialects.Query{
 		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = ? WHERE name = ? AND locked_by = ? AND locked_at = ?",
 		Args: []any{sqlkit.MicroUTC(l.Until), l.Name, l.Owner, sqlkit.MicroUTC(l.LockedAt)},
 	}
 }
 
-// Exec implements Dialect: q runs in its own READ COMMITTED transaction.
-func (d *Dialect) Exec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
-	var n int64
-	err := relayTx.Run(ctx, db, func(tx wsql.Tx) error {
-		var err error
-		n, err = sqlkit.ExecAffected(ctx, tx, q)
-		return err
-	})
-	return n, err
-}
-
-// EventsDueTypes implements Dialect: a loose index scan ("Using index for
-// group-by") over the claim index (status, event_type, next_retry_at): for
-// each type, one probe for its first PENDING entry, whose next_retry_at is
-// the type's earliest, compared with now. Every type with PENDING rows
-// after after is probed (LIMIT does not stop the scan early: 300 types,
-// 0.8 ms on MariaDB 10.11), none of its rows is read. Two details keep
+// eventsDueTypes is Relay.DueTypes's statement: a loose index scan ("Using
+// index for group-by") over the claim index (status, event_type,
+// next_retry_at): for each type, one probe for its first PENDING entry, whose
+// next_retry_at is the type's earliest, compared with now. Every type with
+// PENDING rows after after is probed (LIMIT does not stop the scan early: 300
+// types, 0.8 ms on MariaDB 10.11), none of its rows is read. Two details keep
 // MariaDB 10.11 on the loose scan, measured: GROUP BY names status too, and
 // status is bounded by BETWEEN, since with status = 'PENDING' it chose a
-// range scan of every PENDING row instead (200,000 rows waiting for a
-// retry: 100–280 ms per idle poll, against 0.04 ms). A correlated probe
-// (the recursive CTE PostgreSQL uses) is no better here: MariaDB reads it
-// by ref on status alone, every PENDING row again.
-func (d *Dialect) EventsDueTypes(now time.Time, after string, limit int) dialects.Query {
+// range scan of every PENDING row instead (200,000 rows waiting for a retry:
+// 100–280 ms per idle poll, against 0.04 ms). A correlated probe (the
+// recursive CTE PostgreSQL uses) is no better here: MariaDB reads it by ref
+// on status alone, every PENDING row again.
+func (d *Dialect) eventsDueTypes(now time.Time, after string, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: `SELECT event_type, CASE WHEN MIN(next_retry_at) <= ? THEN 1 ELSE 0 END
   FROM ` + d.tables.Events + `

@@ -12,13 +12,14 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows last
-// updated before cutoff. moved_at is never after updated_at, so the
-// redundant moved_at bound lets the index (status, moved_at, id) range over
-// the old RESOLVED rows only. MySQL has no SKIP LOCKED on DELETE: a row an
-// operator is changing right now is waited for (Exec runs at READ
-// COMMITTED, where only rows still matching are waited for).
-func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+// dlqDeleteResolved is Relay.DeleteResolvedDLQ's statement: up to limit
+// RESOLVED rows last updated before cutoff. moved_at is never after
+// updated_at, so the redundant moved_at bound lets the index (status,
+// moved_at, id) range over the old RESOLVED rows only. MySQL has no SKIP
+// LOCKED on DELETE: a row an operator is changing right now is waited for (it
+// runs in relayTx, at READ COMMITTED, where only rows still matching are
+// waited for).
+func (d *Dialect) dlqDeleteResolved(cutoff time.Time, limit int) dialects.Query {
 	cutoff = sqlkit.MicroUTC(cutoff)
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.DLQ + ` WHERE status = 'RESOLVED' AND moved_at < ? AND updated_at < ?
@@ -28,10 +29,10 @@ func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query 
 	}
 }
 
-// dLQTransferSelect is the first statement of TransferDLQToOutbox: lock up
+// dlqTransferSelect is the first statement of TransferDLQToOutbox: lock up
 // to limit TO_RETRY rows, oldest first, skipping rows a concurrent transfer
 // holds. Index: (status, moved_at, id).
-func (d *Dialect) dLQTransferSelect(limit int) dialects.Query {
+func (d *Dialect) dlqTransferSelect(limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at\n  FROM " +
 			d.tables.DLQ + `
@@ -43,12 +44,12 @@ func (d *Dialect) dLQTransferSelect(limit int) dialects.Query {
 	}
 }
 
-// dLQTransferInsert is the second statement of TransferDLQToOutbox: the
+// dlqTransferInsert is the second statement of TransferDLQToOutbox: the
 // events, PENDING, retry_count 0, due now; an event id already in the
 // outbox is re-armed exactly as on PostgreSQL (content from the DLQ row,
 // PENDING, retry_count 0, due now, claim and failure cleared, created_at
 // kept). Each row's event id and metadata are computed by the caller.
-func (d *Dialect) dLQTransferInsert(rows []dialects.EventRow, now time.Time) dialects.Query {
+func (d *Dialect) dlqTransferInsert(rows []dialects.EventRow, now time.Time) dialects.Query {
 	now = sqlkit.MicroUTC(now)
 	args := make([]any, 0, len(rows)*10)
 	var b strings.Builder
@@ -73,28 +74,29 @@ ON DUPLICATE KEY UPDATE
 	return dialects.Query{SQL: b.String(), Args: args}
 }
 
-// dLQDeleteID is the last statement of TransferDLQToOutbox, once per
+// dlqDeleteID is the last statement of TransferDLQToOutbox, once per
 // transferred row: remove it from the DLQ by primary key (one row per
 // statement: see eventsDelete).
-func (d *Dialect) dLQDeleteID(id oncebox.EventID) dialects.Query {
+func (d *Dialect) dlqDeleteID(id oncebox.EventID) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.DLQ + " WHERE id = ?", Args: []any{d.EncodeID(id)}}
 }
 
-// dLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// dlqToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
 // idle TransferDLQToOutbox run stops there. Index: (status, moved_at, id).
-func (d *Dialect) dLQToRetryProbe() dialects.Query {
+func (d *Dialect) dlqToRetryProbe() dialects.Query {
 	return dialects.Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' LIMIT 1"}
 }
 
-// TransferDLQToOutbox implements Dialect: dLQToRetryProbe, then dLQTransferSelect,
-// dLQTransferInsert and dLQDeleteID per row in one READ COMMITTED transaction, so a
-// crash leaves each row on one side and concurrent transfers take disjoint
-// rows. What PostgreSQL's statement computes is computed here: the event id
-// is the row's event_id or, for a consumed message that had none, the DLQ
-// row's own id; the metadata gets oncebox_event_id and oncebox_event_type;
-// rows sharing an event id become one event, the latest moved row winning.
+// TransferDLQToOutbox implements dialects.Relay: dlqToRetryProbe, then
+// dlqTransferSelect, dlqTransferInsert and dlqDeleteID per row in one READ
+// COMMITTED transaction, so a crash leaves each row on one side and
+// concurrent transfers take disjoint rows. What PostgreSQL's statement
+// computes is computed here: the event id is the row's event_id or, for a
+// consumed message that had none, the DLQ row's own id; the metadata gets
+// oncebox_event_id and oncebox_event_type; rows sharing an event id become
+// one event, the latest moved row winning.
 func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	if found, err := sqlkit.Exists(ctx, db, d.dLQToRetryProbe()); err != nil || !found {
+	if found, err := sqlkit.Exists(ctx, db, d.dlqToRetryProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
@@ -109,7 +111,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 			return err
 		}
 		if err := sqlkit.Chunks(events, mysqlMaxBindParams/10, func(rows []dialects.EventRow) error {
-			_, err := sqlkit.ExecAffected(ctx, tx, d.dLQTransferInsert(rows, now))
+			_, err := sqlkit.ExecAffected(ctx, tx, d.dlqTransferInsert(rows, now))
 			return err
 		}); err != nil {
 			return err
@@ -118,7 +120,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 		for i := range picked {
 			ids[i] = picked[i].ID
 		}
-		moved, err = deleteEach(ctx, tx, ids, d.dLQDeleteID)
+		moved, err = deleteEach(ctx, tx, ids, d.dlqDeleteID)
 		return err
 	})
 	if err != nil {
@@ -128,7 +130,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 }
 
 func (d *Dialect) queryTransfer(ctx context.Context, tx wsql.Tx, limit int) ([]sqlkit.TransferRow, error) {
-	q := d.dLQTransferSelect(limit)
+	q := d.dlqTransferSelect(limit)
 	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err

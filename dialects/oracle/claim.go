@@ -108,11 +108,11 @@ func (d *Dialect) eventsClaimUpdate(p dialects.ClaimParams, ids []oncebox.EventI
 		"\n WHERE " + idIn(&b, "id", ids, d))
 }
 
-// Claim implements Dialect: open the claim cursor, fetch up to p.Limit rows
-// (locking them), close it, flip them to IN_PROCESS by id, commit. Ordered
-// (p.ByKey), the candidates are read first without locks
-// (eventsClaimCandidates, which also serves as the idle probe), the cursor
-// is eventsClaimLockCandidates, and the rows come in id order.
+// Claim implements dialects.Relay: open the claim cursor, fetch up to p.Limit
+// rows (locking them), close it, flip them to IN_PROCESS by id, commit.
+// Ordered (p.ByKey), the candidates are read first without locks
+// (eventsClaimCandidates, which also serves as the idle probe), the cursor is
+// eventsClaimLockCandidates, and the rows come in id order.
 func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimParams) ([]dialects.ClaimedEvent, error) {
 	if p.Limit <= 0 {
 		return nil, nil

@@ -31,6 +31,9 @@ const oracleEmpty = " "
 type Dialect struct {
 	sqlkit.Outbox
 	sqlkit.Inbox
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write in a transaction of its own (oracleTx).
+	sqlkit.Relay
 
 	tables   dialects.Tables
 	schema   string
@@ -62,6 +65,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		CleanUpTx: &oracleTx,
 		TxOptions: oracleTx.Options,
 	}
+	d.Relay = sqlkit.Relay{Single: oracleTx.Exec, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
 	return d, nil
 }
 

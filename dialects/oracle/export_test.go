@@ -12,20 +12,20 @@ import (
 // external tests.
 const EventInsertColumnsForTest = sqlkit.EventInsertColumns
 
-func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dLQToRetryProbe() }
+func (d *Dialect) DLQToRetryProbe() dialects.Query { return d.dlqToRetryProbe() }
 
 func (d *Dialect) DLQTransferDelete(ids []oncebox.EventID) dialects.Query {
-	return d.dLQTransferDelete(ids)
+	return d.dlqTransferDelete(ids)
 }
 
 func (d *Dialect) DLQTransferInsert(r dialects.EventRow, now time.Time) dialects.Query {
-	return d.dLQTransferInsert(r, now)
+	return d.dlqTransferInsert(r, now)
 }
 
-func (d *Dialect) DLQTransferLock() dialects.Query { return d.dLQTransferLock() }
+func (d *Dialect) DLQTransferLock() dialects.Query { return d.dlqTransferLock() }
 
 func (d *Dialect) DLQTransferRearm(r dialects.EventRow, now time.Time) dialects.Query {
-	return d.dLQTransferRearm(r, now)
+	return d.dlqTransferRearm(r, now)
 }
 
 func (d *Dialect) EventsClaimCandidates(p dialects.ClaimParams) dialects.Query {
@@ -126,3 +126,48 @@ func (d *Dialect) DLQUpsertConsumerSQL(r dialects.DLQRow) dialects.Query {
 func (d *Dialect) DLQConsumerPayloadSQL(eventID oncebox.EventID, handler string) dialects.Query {
 	return d.dlqConsumerPayload(eventID, handler)
 }
+
+// The relay's statements (sqlkit.Relay's builders and RecoverStale's),
+// under the names the golden tests give them.
+
+func (d *Dialect) EventsDueTypes(now time.Time, after string, limit int) dialects.Query {
+	return d.eventsDueTypes(now, after, limit)
+}
+
+func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
+	return d.eventsMarkFailed(token, rows, now)
+}
+
+func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	return d.eventsRelease(token, ids, now)
+}
+
+func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query {
+	return d.eventsRecover(cutoff, now, limit)
+}
+
+func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
+	return d.eventsDeleteProcessed(cutoff, limit)
+}
+
+func (d *Dialect) LeaseRelease(l dialects.Lease) dialects.Query { return d.leaseRelease(l) }
+
+func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+	return d.dlqDeleteResolved(cutoff, limit)
+}
+
+func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Query {
+	return d.instanceHeartbeat(instance, at)
+}
+
+func (d *Dialect) InstanceEnd(instance string) dialects.Query { return d.instanceEnd(instance) }
+
+func (d *Dialect) InstancesDeleteBefore(cutoff time.Time) dialects.Query {
+	return d.instancesDeleteBefore(cutoff)
+}
+
+func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
+	return d.eventsRecoverStale(p)
+}
+
+func (d *Dialect) DatabaseNow() dialects.Query { return d.databaseNow() }

@@ -9,10 +9,10 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// InstanceHeartbeat implements Dialect: one MERGE that inserts the
-// instance's row or moves its heartbeat. Locks: the instance's own row.
+// instanceHeartbeat is Relay.Heartbeat's statement: one MERGE that inserts
+// the instance's row or moves its heartbeat. Locks: the instance's own row.
 // Index: the primary key.
-func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Query {
+func (d *Dialect) instanceHeartbeat(instance string, at time.Time) dialects.Query {
 	var b binder
 	return b.Query("MERGE INTO " + d.tables.Instances + " i\nUSING (SELECT " + b.P(instance) + " AS instance_id, " +
 		b.T(at) + ` AS heartbeat_at FROM DUAL) s
@@ -21,15 +21,15 @@ func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Quer
  WHEN NOT MATCHED THEN INSERT (instance_id, heartbeat_at) VALUES (s.instance_id, s.heartbeat_at)`)
 }
 
-// InstanceEnd implements Dialect.
-func (d *Dialect) InstanceEnd(instance string) dialects.Query {
+// instanceEnd is Relay.EndInstance's statement.
+func (d *Dialect) instanceEnd(instance string) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.Instances + " WHERE instance_id = " + b.P(instance))
 }
 
-// InstancesDeleteBefore implements Dialect. The table holds one row per
-// instance (a handful), so it is read whole.
-func (d *Dialect) InstancesDeleteBefore(cutoff time.Time) dialects.Query {
+// instancesDeleteBefore is Relay.DeleteInstancesBefore's statement. The table
+// holds one row per instance (a handful), so it is read whole.
+func (d *Dialect) instancesDeleteBefore(cutoff time.Time) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < " + b.T(cutoff))
 }
@@ -44,14 +44,14 @@ func (d *Dialect) eventsInProcessProbe() dialects.Query {
 		" WHERE status = 'IN_PROCESS' AND ROWNUM = 1) FROM DUAL"}
 }
 
-// EventsRecoverStale implements Dialect: EventsRecover's shape (a
-// ROWNUM-bounded ROWID subquery, the predicate repeated outside so that a
-// row a finalizing claimer changes in between fails it when Oracle
-// re-checks the current row) with the heartbeat bound added. The
-// (status, claimed_at) index bounds the scan to the claims older than the
-// heartbeat timeout; each is checked against its instance's row by primary
-// key. No placeholder is reused: each bound is bound once per use.
-func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
+// eventsRecoverStale is RecoverStale's update: eventsRecover's shape (a
+// ROWNUM-bounded ROWID subquery, the predicate repeated outside so that a row
+// a finalizing claimer changes in between fails it when Oracle re-checks the
+// current row) with the heartbeat bound added. The (status, claimed_at) index
+// bounds the scan to the claims older than the heartbeat timeout; each is
+// checked against its instance's row by primary key. No placeholder is
+// reused: each bound is bound once per use.
+func (d *Dialect) eventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	var b binder
 	where := func(alias string) string {
 		return alias + "status = 'IN_PROCESS' AND " + alias + "claimed_at < " + b.T(p.StaleBefore) +
@@ -68,13 +68,13 @@ func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	return b.Query(sql)
 }
 
-// RecoverStale implements Dialect: eventsInProcessProbe, then, when a row
-// is IN_PROCESS, EventsRecoverStale in its own transaction.
+// RecoverStale implements dialects.Relay: eventsInProcessProbe, then, when a
+// row is IN_PROCESS, eventsRecoverStale in its own transaction.
 func (d *Dialect) RecoverStale(ctx context.Context, db wsql.Beginner, p dialects.RecoverParams) (int, bool, time.Time, error) {
 	dbNow, found, err := sqlkit.ProbeWithClock(ctx, db, d.Name(), d.eventsInProcessProbe())
 	if err != nil || !found {
 		return 0, false, dbNow, err
 	}
-	n, err := d.Exec(ctx, db, d.EventsRecoverStale(p))
+	n, err := oracleTx.Exec(ctx, db, d.eventsRecoverStale(p))
 	return int(n), true, dbNow, err
 }

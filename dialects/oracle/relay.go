@@ -34,15 +34,15 @@ func (d *Dialect) eventsLockClaimed(token oncebox.EventID, ids []oncebox.EventID
 		" AND claim_token = " + b.P(d.EncodeID(token)) + " AND status = 'IN_PROCESS' FOR UPDATE")
 }
 
-// EventsMarkFailed implements Dialect: one UPDATE whose new status, retry
-// count, next retry time and error come from a CASE id WHEN … per column,
-// under the claim-token guard. Each row binds nine values (its id five
-// times: no placeholder is reused on Oracle).
+// eventsMarkFailed is Relay.MarkFailed's statement: one UPDATE whose new
+// status, retry count, next retry time and error come from a CASE id WHEN …
+// per column, under the claim-token guard. Each row binds nine values (its id
+// five times: no placeholder is reused on Oracle).
 //
 // Beyond 7,281 rows (9 × rows + 3 > 65,535 binds) it is one MERGE over a
 // UNION ALL of DUAL rows instead, five binds a row, which holds the largest
 // batch (10,000): see eventsMarkFailedMerge.
-func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
+func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
 	if 9*len(rows)+3 > oracleMaxBindParams {
 		return d.eventsMarkFailedMerge(token, rows, now)
 	}
@@ -72,7 +72,7 @@ func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.Failed
 	return b.Query(sql)
 }
 
-// eventsMarkFailedMerge is EventsMarkFailed for batches too large for the
+// eventsMarkFailedMerge is eventsMarkFailed for batches too large for the
 // CASE form: MERGE INTO events USING (SELECT :id, :status, :retry_count,
 // :next_retry_at, :last_error FROM DUAL UNION ALL …) ON (id) WHEN MATCHED
 // THEN UPDATE … WHERE claim_token = :t AND status = 'IN_PROCESS'. The
@@ -100,23 +100,25 @@ func (d *Dialect) eventsMarkFailedMerge(token oncebox.EventID, rows []dialects.F
 	return b.Query(s.String())
 }
 
-// EventsRelease implements Dialect: rows of a claim go back to PENDING
-// without counting an attempt.
-func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+// eventsRelease is Relay.ReleaseClaims's statement: rows of a claim go back
+// to PENDING without counting an attempt.
+func (d *Dialect) eventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	var b binder
 	return b.Query("UPDATE " + d.tables.Events + " SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = " +
 		b.T(now) + "\n WHERE " + idIn(&b, "id", ids, d) + " AND claim_token = " + b.P(d.EncodeID(token)) +
 		" AND status = 'IN_PROCESS'")
 }
 
-// EventsRecover implements Dialect: up to limit rows IN_PROCESS since
-// before cutoff go back to PENDING and lose their token. ROWNUM without FOR
-// UPDATE: the batch is bounded, and a row a finalizing claimer changes in
-// between fails the outer predicate (Oracle re-checks it on the current row,
-// restarting the statement if needed), so nothing finalized is recovered. No
-// SKIP LOCKED fairness is needed here: one leased instance runs the job.
-// Index: (status, claimed_at).
-func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query {
+// eventsRecover returns up to limit rows IN_PROCESS since before cutoff to
+// PENDING and clears their token. No run method runs it: the relay recovers
+// with eventsRecoverStale, this statement with the heartbeat bound added. It
+// is kept, with its golden file, as the plain form of the recovery. ROWNUM
+// without FOR UPDATE: the batch is bounded, and a row a finalizing claimer
+// changes in between fails the outer predicate (Oracle re-checks it on the
+// current row, restarting the statement if needed), so nothing finalized is
+// recovered. No SKIP LOCKED fairness is needed here: one leased instance runs
+// the job. Index: (status, claimed_at).
+func (d *Dialect) eventsRecover(cutoff, now time.Time, limit int) dialects.Query {
 	var b binder
 	return b.Query("UPDATE " + d.tables.Events + " SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = " +
 		b.T(now) + "\n WHERE status = 'IN_PROCESS' AND claimed_at < " + b.T(cutoff) +
@@ -151,11 +153,12 @@ func (d *Dialect) eventsMoveDelete(ids []oncebox.EventID) dialects.Query {
 	return b.Query("DELETE FROM " + d.tables.Events + " WHERE " + idIn(&b, "id", ids, d) + " AND status = 'FAILED'")
 }
 
-// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
-// updated before cutoff, through a ROWNUM-bounded ROWID subquery (no SKIP
-// LOCKED fairness needed: one leased instance runs the clean-up; PROCESSED
-// rows are not updated any more). Index: (status, updated_at).
-func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
+// eventsDeleteProcessed is Relay.DeleteProcessed's statement: up to limit
+// PROCESSED rows last updated before cutoff, through a ROWNUM-bounded ROWID
+// subquery (no SKIP LOCKED fairness needed: one leased instance runs the
+// clean-up; PROCESSED rows are not updated any more). Index: (status,
+// updated_at).
+func (d *Dialect) eventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.Events + "\n WHERE status = 'PROCESSED' AND updated_at < " + b.T(cutoff) +
 		"\n   AND ROWID IN (SELECT ROWID FROM " + d.tables.Events +
@@ -177,23 +180,23 @@ func (d *Dialect) leaseAcquire(l dialects.Lease) dialects.Query {
       VALUES (s.name, s.locked_by, s.locked_at, s.lock_until)`)
 }
 
-// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
-// l.LockedAt to end at l.Until.
-func (d *Dialect) LeaseRelease(l dialects.Lease) dialects.Query {
+// leaseRelease is Relay.ReleaseLease's statement: shorten the lease held by
+// l.Owner since l.LockedAt to end at l.Until.
+func (d *Dialect) leaseRelease(l dialects.Lease) dialects.Query {
 	var b binder
 	return b.Query("UPDATE " + d.tables.Jobs + " SET lock_until = " + b.T(l.Until) + " WHERE name = " + b.P(l.Name) +
 		" AND locked_by = " + b.P(l.Owner) + " AND locked_at = " + b.T(l.LockedAt))
 }
 
-// EventsDueTypes implements Dialect: a recursive WITH (11gR2+) that jumps
-// from one event type to the next through the claim index (status,
+// eventsDueTypes is Relay.DueTypes's statement: a recursive WITH (11gR2+)
+// that jumps from one event type to the next through the claim index (status,
 // event_type, next_retry_at, id), MIN() taking the first entry after the
 // previous type (an INDEX RANGE SCAN (MIN/MAX): one probe), n stopping it
 // after limit types; then, per type, one probe for its first entry due at
 // now. As on PostgreSQL, the due test stays out of the jump, where MIN()
-// would pass every entry of a type waiting for a retry. Oracle reads an
-// empty string as NULL, so no lower bound is written when after is "".
-func (d *Dialect) EventsDueTypes(now time.Time, after string, limit int) dialects.Query {
+// would pass every entry of a type waiting for a retry. Oracle reads an empty
+// string as NULL, so no lower bound is written when after is "".
+func (d *Dialect) eventsDueTypes(now time.Time, after string, limit int) dialects.Query {
 	var b binder
 	from := ""
 	if after != "" {

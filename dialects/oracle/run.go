@@ -22,9 +22,9 @@ var oracleTx = sqlkit.Tx{IsDeadlock: isDeadlock}
 // caller's list, well within 65,535 binds.
 const oracleMaxIDsPerStatement = 30000
 
-// MarkProcessed implements Dialect: the guarded update in one transaction;
-// when it affected fewer rows than ids (a stale finalize), that transaction
-// is rolled back and the rows still this claim's are locked
+// MarkProcessed implements dialects.Relay: the guarded update in one
+// transaction; when it affected fewer rows than ids (a stale finalize), that
+// transaction is rolled back and the rows still this claim's are locked
 // (eventsLockClaimed) and marked, so exactly the ids this call marked are
 // returned (markProcessed in run.go).
 func (d *Dialect) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
@@ -46,8 +46,8 @@ func (d *Dialect) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, cla
 		})
 }
 
-// MoveToDLQ implements Dialect: lock up to limit FAILED rows through the
-// cursor, copy them into the DLQ, delete them, commit.
+// MoveToDLQ implements dialects.Relay: lock up to limit FAILED rows through
+// the cursor, copy them into the DLQ, delete them, commit.
 func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
@@ -80,25 +80,13 @@ func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time
 	return moved, nil
 }
 
-// AcquireLease implements Dialect with the one MERGE of leaseAcquire. Two
-// instances inserting the first lease at once: the second waits, then fails
-// with ORA-00001, which means "not taken".
+// AcquireLease implements dialects.Relay with the one MERGE of leaseAcquire.
+// Two instances inserting the first lease at once: the second waits, then
+// fails with ORA-00001, which means "not taken".
 func (d *Dialect) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l dialects.Lease) (bool, error) {
 	n, err := sqlkit.ExecAffected(ctx, db, d.leaseAcquire(l))
 	if isUniqueViolation(err) {
 		return false, nil
 	}
 	return n == 1, err
-}
-
-// Exec implements Dialect: q in its own transaction (READ COMMITTED, the
-// default).
-func (d *Dialect) Exec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
-	var n int64
-	err := oracleTx.Run(ctx, db, func(tx wsql.Tx) error {
-		var err error
-		n, err = sqlkit.ExecAffected(ctx, tx, q)
-		return err
-	})
-	return n, err
 }

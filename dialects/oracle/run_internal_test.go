@@ -312,8 +312,9 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		require.Equal(t, []string{"a"}, got)
 		return fmt.Sprintf("new %v", got)
 	})
+	// Relay.Single, through DeleteProcessed: the golden file names it Exec.
 	run("Exec", []step{{n: 7}}, func(r *recorder) string {
-		n, err := d.Exec(ctx, r, d.EventsDeleteProcessed(at, 1000))
+		n, err := d.DeleteProcessed(ctx, r, at, 1000)
 		require.NoError(t, err)
 		require.EqualValues(t, 7, n)
 		return fmt.Sprintf("%d rows", n)
@@ -322,7 +323,7 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 		{err: errors.New("ORA-00060: deadlock detected while waiting for resource")},
 		{n: 7},
 	}, func(r *recorder) string {
-		n, err := d.Exec(ctx, r, d.EventsDeleteProcessed(at, 1000))
+		n, err := d.DeleteProcessed(ctx, r, at, 1000)
 		require.NoError(t, err)
 		require.EqualValues(t, 7, n)
 		return fmt.Sprintf("%d rows", n)
@@ -330,7 +331,7 @@ func TestOracleRunMethodsGolden(t *testing.T) {
 	run("Exec: any other error is returned at once", []step{
 		{err: errors.New("ORA-00942: table or view does not exist")},
 	}, func(r *recorder) string {
-		_, err := d.Exec(ctx, r, d.EventsDeleteProcessed(at, 1000))
+		_, err := d.DeleteProcessed(ctx, r, at, 1000)
 		require.ErrorContains(t, err, "ORA-00942")
 		return "error: " + err.Error()
 	})

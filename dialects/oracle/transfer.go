@@ -11,12 +11,12 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows updated
-// before cutoff, through a ROWNUM-bounded ROWID subquery; the outer
-// predicate is checked again on each row, so a row an operator changed in
-// between is not deleted. One leased instance runs the job: no SKIP LOCKED
-// fairness is needed.
-func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+// dlqDeleteResolved is Relay.DeleteResolvedDLQ's statement: up to limit
+// RESOLVED rows updated before cutoff, through a ROWNUM-bounded ROWID
+// subquery; the outer predicate is checked again on each row, so a row an
+// operator changed in between is not deleted. One leased instance runs the
+// job: no SKIP LOCKED fairness is needed.
+func (d *Dialect) dlqDeleteResolved(cutoff time.Time, limit int) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.DLQ + "\n WHERE status = 'RESOLVED' AND updated_at < " + b.T(cutoff) +
 		"\n   AND ROWID IN (SELECT ROWID FROM " + d.tables.DLQ +
@@ -24,28 +24,28 @@ func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query 
 		" AND ROWNUM <= " + b.P(limit) + ")")
 }
 
-// dLQTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
+// dlqTransferLock is TransferDLQToOutbox's cursor over the TO_RETRY rows in
 // (moved_at, id) order, FOR UPDATE SKIP LOCKED, fetched up to the limit.
 // Index: (status, moved_at, id).
-// dLQToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
+// dlqToRetryProbe tells, without locking, whether a TO_RETRY row waits: an
 // idle TransferDLQToOutbox run stops there.
-func (d *Dialect) dLQToRetryProbe() dialects.Query {
+func (d *Dialect) dlqToRetryProbe() dialects.Query {
 	return dialects.Query{SQL: "SELECT 1 FROM " + d.tables.DLQ + " WHERE status = 'TO_RETRY' AND ROWNUM = 1"}
 }
 
-func (d *Dialect) dLQTransferLock() dialects.Query {
+func (d *Dialect) dlqTransferLock() dialects.Query {
 	return dialects.Query{SQL: "SELECT id, event_id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, moved_at" +
 		"\n  FROM " + d.tables.DLQ + "\n WHERE status = 'TO_RETRY'\n ORDER BY moved_at, id\n   FOR UPDATE SKIP LOCKED"}
 }
 
-// dLQTransferRearm re-arms the outbox row of r's event id, if any, as
+// dlqTransferRearm re-arms the outbox row of r's event id, if any, as
 // PostgreSQL's ON CONFLICT DO UPDATE does: content from the DLQ row,
 // PENDING, retry_count 0, due now, claim and failure cleared. One affected
-// row means it existed; otherwise dLQTransferInsert inserts it. (Two
+// row means it existed; otherwise dlqTransferInsert inserts it. (Two
 // statements, not a MERGE: the payload and metadata are LOBs, whose binds
 // beyond 32 KB go-ora sends as LONG, which a MERGE's USING subquery does not
 // take.)
-func (d *Dialect) dLQTransferRearm(r dialects.EventRow, now time.Time) dialects.Query {
+func (d *Dialect) dlqTransferRearm(r dialects.EventRow, now time.Time) dialects.Query {
 	var b binder
 	return b.Query("UPDATE " + d.tables.Events + " SET event_type = " + b.P(r.EventType) + ", topic = " + b.P(r.Topic) +
 		", partition_key = " + b.P(sqlkit.Nullable(r.Key)) + ",\n       message_uuid = " + b.P(r.MessageUUID) +
@@ -55,8 +55,8 @@ func (d *Dialect) dLQTransferRearm(r dialects.EventRow, now time.Time) dialects.
 		"\n WHERE id = " + b.P(d.EncodeID(r.ID)))
 }
 
-// dLQTransferInsert inserts r into the outbox as a PENDING event due now.
-func (d *Dialect) dLQTransferInsert(r dialects.EventRow, now time.Time) dialects.Query {
+// dlqTransferInsert inserts r into the outbox as a PENDING event due now.
+func (d *Dialect) dlqTransferInsert(r dialects.EventRow, now time.Time) dialects.Query {
 	var b binder
 	return b.Query("INSERT INTO " + d.tables.Events + " (" + sqlkit.EventInsertColumns + ")\nVALUES (" +
 		b.P(d.EncodeID(r.ID)) + ", " + b.P(r.EventType) + ", " + b.P(r.Topic) + ", " + b.P(sqlkit.Nullable(r.Key)) + ", " +
@@ -64,8 +64,8 @@ func (d *Dialect) dLQTransferInsert(r dialects.EventRow, now time.Time) dialects
 		b.T(now) + ", " + b.T(r.CreatedAt) + ", " + b.T(now) + ")")
 }
 
-// dLQTransferDelete removes the transferred rows from the DLQ.
-func (d *Dialect) dLQTransferDelete(ids []oncebox.EventID) dialects.Query {
+// dlqTransferDelete removes the transferred rows from the DLQ.
+func (d *Dialect) dlqTransferDelete(ids []oncebox.EventID) dialects.Query {
 	var b binder
 	return b.Query("DELETE FROM " + d.tables.DLQ + " WHERE " + idIn(&b, "id", ids, d))
 }
@@ -88,8 +88,8 @@ func oracleLockIDs(ctx context.Context, tx wsql.ContextExecutor, q dialects.Quer
 	return out, sqlkit.RowsErr(rows)
 }
 
-// TransferDLQToOutbox implements Dialect: lock up to limit TO_RETRY rows
-// through the cursor, compute in Go what PostgreSQL's statement computes
+// TransferDLQToOutbox implements dialects.Relay: lock up to limit TO_RETRY
+// rows through the cursor, compute in Go what PostgreSQL's statement computes
 // (event id = event_id or the row's own id; metadata gains oncebox_event_id
 // and oncebox_event_type; rows sharing an event id become one event, the
 // latest moved winning), re-arm or insert each event in the outbox, delete
@@ -98,7 +98,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 	if limit <= 0 {
 		return 0, nil
 	}
-	if found, err := sqlkit.Exists(ctx, db, d.dLQToRetryProbe()); err != nil || !found {
+	if found, err := sqlkit.Exists(ctx, db, d.dlqToRetryProbe()); err != nil || !found {
 		return 0, err
 	}
 	moved := 0
@@ -113,12 +113,12 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 			return err
 		}
 		for _, e := range events {
-			n, err := sqlkit.ExecAffected(ctx, tx, d.dLQTransferRearm(e, now))
+			n, err := sqlkit.ExecAffected(ctx, tx, d.dlqTransferRearm(e, now))
 			if err != nil {
 				return err
 			}
 			if n == 0 {
-				if _, err := sqlkit.ExecAffected(ctx, tx, d.dLQTransferInsert(e, now)); err != nil {
+				if _, err := sqlkit.ExecAffected(ctx, tx, d.dlqTransferInsert(e, now)); err != nil {
 					return err
 				}
 			}
@@ -128,7 +128,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 			ids[i] = r.ID
 		}
 		return sqlkit.Chunks(ids, oracleMaxIDsPerStatement, func(part []oncebox.EventID) error {
-			n, err := sqlkit.ExecAffected(ctx, tx, d.dLQTransferDelete(part))
+			n, err := sqlkit.ExecAffected(ctx, tx, d.dlqTransferDelete(part))
 			moved += int(n)
 			return err
 		})
@@ -140,7 +140,7 @@ func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now
 }
 
 func (d *Dialect) lockTransferRows(ctx context.Context, tx wsql.ContextExecutor, limit int) ([]sqlkit.TransferRow, error) {
-	q := d.dLQTransferLock()
+	q := d.dlqTransferLock()
 	rows, err := tx.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return nil, err

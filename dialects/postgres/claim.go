@@ -8,18 +8,18 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// eventsClaim implements Dialect: one statement that locks up to Limit due
+// eventsClaim is Claim's statement: one statement that locks up to Limit due
 // PENDING rows of the type, skipping rows other claimers hold, and flips them
 // to IN_PROCESS with a new claim token and the claiming instance
-// (claimed_by). Run outside a transaction, it commits
-// before anything is sent.
+// (claimed_by). Run outside a transaction, it commits before anything is
+// sent.
 //
 // Locks: FOR UPDATE SKIP LOCKED takes row locks on the selected rows only and
 // never waits, so concurrent claimers each get a disjoint batch. Index: the
 // partial index (event_type, next_retry_at, id) WHERE status = 'PENDING'
 // (migration 2) gives the rows in (next_retry_at, id) order without a sort:
-// the rows of one multi-row publish share next_retry_at, and id keeps them
-// in publish order.
+// the rows of one multi-row publish share next_retry_at, and id keeps them in
+// publish order.
 //
 // With p.ByKey only a prefix of each idle key's PENDING rows is taken
 // (eventsClaimByKey, docs/ordering.md).
@@ -143,7 +143,7 @@ RETURNING e.` + claimReturningQualified,
 // the order of ClaimedEvent.ScanTargets.
 const claimReturningQualified = "id, e.topic, e.partition_key, e.message_uuid, e.payload, e.metadata, e.retry_count, e.next_retry_at, e.first_failed_at"
 
-// Claim implements Dialect with the one statement of eventsClaim; an
+// Claim implements dialects.Relay with the one statement of eventsClaim; an
 // ordered claim's rows in id order.
 func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimParams) ([]dialects.ClaimedEvent, error) {
 	events, err := sqlkit.QueryClaimed(ctx, db, d.eventsClaim(p), 0)

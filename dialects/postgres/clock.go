@@ -9,13 +9,13 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// DatabaseNow implements Dialect: clock_timestamp(), the time of the
+// databaseNow is DatabaseTime's statement: clock_timestamp(), the time of the
 // reading itself (now() would be the transaction's start).
-func (d *Dialect) DatabaseNow() dialects.Query {
+func (d *Dialect) databaseNow() dialects.Query {
 	return dialects.Query{SQL: "SELECT " + sqlkit.PostgresNow}
 }
 
-// DatabaseTime implements dialects.Dialect.
+// DatabaseTime implements dialects.Relay with databaseNow.
 func (d *Dialect) DatabaseTime(ctx context.Context, db wsql.ContextExecutor) (time.Time, error) {
-	return sqlkit.DatabaseTime(ctx, db, d)
+	return sqlkit.DatabaseTime(ctx, db, d.Name(), d.databaseNow())
 }

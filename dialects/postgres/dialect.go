@@ -14,6 +14,9 @@ const postgresMaxBindParams = 65535
 type Dialect struct {
 	sqlkit.Outbox
 	sqlkit.Inbox
+	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
+	// write on its own: PostgreSQL's default isolation is READ COMMITTED.
+	sqlkit.Relay
 
 	schema  string
 	tables  dialects.Tables
@@ -45,6 +48,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
 		TxOptions: sqlkit.ReadCommitted,
 	}
+	d.Relay = sqlkit.Relay{Single: sqlkit.Autocommit, S: sqlkit.RelayStatements{
+		DueTypes:              d.eventsDueTypes,
+		MarkFailed:            d.eventsMarkFailed,
+		Release:               d.eventsRelease,
+		DeleteProcessed:       d.eventsDeleteProcessed,
+		LeaseRelease:          d.leaseRelease,
+		DLQDeleteResolved:     d.dlqDeleteResolved,
+		InstanceHeartbeat:     d.instanceHeartbeat,
+		InstanceEnd:           d.instanceEnd,
+		InstancesDeleteBefore: d.instancesDeleteBefore,
+	}}
 	return d, nil
 }
 

@@ -10,11 +10,11 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// InstanceHeartbeat implements Dialect: insert the instance's row or move
-// its heartbeat. Locks: the instance's own row only; no other instance
-// writes it (except the clean-up, once it is older than
+// instanceHeartbeat is Relay.Heartbeat's statement: insert the instance's row
+// or move its heartbeat. Locks: the instance's own row only; no other
+// instance writes it (except the clean-up, once it is older than
 // max-batch-processing-time). Index: the primary key.
-func (d *Dialect) InstanceHeartbeat(instance string, at time.Time) dialects.Query {
+func (d *Dialect) instanceHeartbeat(instance string, at time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "INSERT INTO " + d.tables.Instances + ` (instance_id, heartbeat_at) VALUES ($1, $2)
 ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
@@ -22,32 +22,32 @@ ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
 	}
 }
 
-// InstanceEnd implements Dialect.
-func (d *Dialect) InstanceEnd(instance string) dialects.Query {
+// instanceEnd is Relay.EndInstance's statement.
+func (d *Dialect) instanceEnd(instance string) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE instance_id = $1", Args: []any{instance}}
 }
 
-// InstancesDeleteBefore implements Dialect. The table holds one row per
-// instance (a handful), so it is read whole.
-func (d *Dialect) InstancesDeleteBefore(cutoff time.Time) dialects.Query {
+// instancesDeleteBefore is Relay.DeleteInstancesBefore's statement. The table
+// holds one row per instance (a handful), so it is read whole.
+func (d *Dialect) instancesDeleteBefore(cutoff time.Time) dialects.Query {
 	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < $1", Args: []any{cutoff}}
 }
 
-// EventsRecoverStale implements Dialect: the recovery of EventsRecover with
-// the heartbeat bound added, and, in the same statement, whether any row is
-// IN_PROCESS and the database's clock (three columns: rows recovered, in
-// process, clock_timestamp() for the relay's clock check). The EXISTS reads
-// the statement's snapshot, so a row it recovered counts as in process:
-// the caller then looks again soon, which it would anyway.
+// eventsRecoverStale is RecoverStale's statement: the recovery of
+// eventsRecover with the heartbeat bound added, and, in the same statement,
+// whether any row is IN_PROCESS and the database's clock (three columns: rows
+// recovered, in process, clock_timestamp() for the relay's clock check). The
+// EXISTS reads the statement's snapshot, so a row it recovered counts as in
+// process: the caller then looks again soon, which it would anyway.
 //
 // Every row it recovers was claimed before StaleBefore (which is after
-// ClaimedBefore), so the range scan of the partial index (claimed_at)
-// WHERE status = 'IN_PROCESS' bounds the work to the claims older than the
+// ClaimedBefore), so the range scan of the partial index (claimed_at) WHERE
+// status = 'IN_PROCESS' bounds the work to the claims older than the
 // heartbeat timeout, normally none; each is checked against its instance's
 // row by primary key. Locks: FOR UPDATE OF e SKIP LOCKED locks the outbox
 // rows only, never the instances' rows, and passes over rows a finalizing
 // claimer is updating right now (they are no longer stuck).
-func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
+func (d *Dialect) eventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	return dialects.Query{
 		SQL: `WITH recovered AS (
     UPDATE ` + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, claimed_by = NULL, updated_at = $1
@@ -68,10 +68,10 @@ SELECT (SELECT count(*) FROM recovered),
 	}
 }
 
-// RecoverStale implements Dialect with the one statement of
-// EventsRecoverStale.
+// RecoverStale implements dialects.Relay with the one statement of
+// eventsRecoverStale.
 func (d *Dialect) RecoverStale(ctx context.Context, db wsql.Beginner, p dialects.RecoverParams) (int, bool, time.Time, error) {
-	q := d.EventsRecoverStale(p)
+	q := d.eventsRecoverStale(p)
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return 0, false, time.Time{}, err

@@ -8,10 +8,10 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// eventsMarkProcessed implements Dialect. The claim token guards the update:
-// a row recovered and claimed again by another instance has a new token, so a
-// late finalize of the old claim changes nothing. It returns the ids it
-// marked, so that only those are reported as sent.
+// eventsMarkProcessed is MarkProcessed's statement. The claim token guards
+// the update: a row recovered and claimed again by another instance has a
+// new token, so a late finalize of the old claim changes nothing. It
+// returns the ids it marked, so that only those are reported as sent.
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = $1
@@ -53,10 +53,10 @@ RETURNING e.id`,
 	}
 }
 
-// EventsMarkFailed implements Dialect: each row gets its own retry count,
-// next retry time and status from arrays unnested in one statement, under the
-// same claim-token guard as eventsMarkProcessed.
-func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
+// eventsMarkFailed is Relay.MarkFailed's statement: each row gets its own
+// retry count, next retry time and status from arrays unnested in one
+// statement, under the same claim-token guard as eventsMarkProcessed.
+func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
 	ids := make([]string, len(rows))
 	statuses := make([]string, len(rows))
 	counts := make([]int32, len(rows))
@@ -77,9 +77,10 @@ func (d *Dialect) EventsMarkFailed(token oncebox.EventID, rows []dialects.Failed
 	}
 }
 
-// EventsRelease implements Dialect: rows of a claim go back to PENDING as
-// they were, without counting an attempt (broker unreachable, shutdown).
-func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+// eventsRelease is Relay.ReleaseClaims's statement: rows of a claim go back
+// to PENDING as they were, without counting an attempt (broker unreachable,
+// shutdown).
+func (d *Dialect) eventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = $1
  WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'`,
@@ -87,14 +88,17 @@ func (d *Dialect) EventsRelease(token oncebox.EventID, ids []oncebox.EventID, no
 	}
 }
 
-// EventsRecover implements Dialect: up to limit rows IN_PROCESS since before
-// cutoff go back to PENDING without counting an attempt, and lose their claim
-// token so that the stuck claimer's late finalize matches nothing.
+// eventsRecover returns up to limit rows IN_PROCESS since before cutoff to
+// PENDING without counting an attempt, and clears their claim token so that
+// the stuck claimer's late finalize matches nothing. No run method runs it:
+// the relay recovers with eventsRecoverStale, this statement with the
+// heartbeat bound added. It is kept, with its golden file, as the plain
+// form of the recovery.
 //
 // Locks: SKIP LOCKED passes over rows a finalizing claimer is updating right
 // now; they are no longer stuck. Index: the partial index (claimed_at) WHERE
 // status = 'IN_PROCESS'.
-func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query {
+func (d *Dialect) eventsRecover(cutoff, now time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = $1
  WHERE id IN (SELECT id FROM ` + d.tables.Events + `
@@ -104,9 +108,9 @@ func (d *Dialect) EventsRecover(cutoff, now time.Time, limit int) dialects.Query
 	}
 }
 
-// eventsMoveToDLQ implements Dialect: up to limit FAILED rows are locked,
-// copied into the DLQ table (status MOVED, source publisher, the DLQ row's id
-// is the event id) and deleted, all in one statement and so in one
+// eventsMoveToDLQ is MoveToDLQ's statement: up to limit FAILED rows are
+// locked, copied into the DLQ table (status MOVED, source publisher, the DLQ
+// row's id is the event id) and deleted, all in one statement and so in one
 // transaction: a crash leaves each row either in the outbox or in the DLQ.
 func (d *Dialect) eventsMoveToDLQ(now time.Time, limit int) dialects.Query {
 	return dialects.Query{
@@ -127,10 +131,10 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
 	}
 }
 
-// EventsDeleteProcessed implements Dialect: up to limit PROCESSED rows last
-// updated before cutoff. Index: the partial index (updated_at) WHERE status =
-// 'PROCESSED'.
-func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
+// eventsDeleteProcessed is Relay.DeleteProcessed's statement: up to limit
+// PROCESSED rows last updated before cutoff. Index: the partial index
+// (updated_at) WHERE status = 'PROCESSED'.
+func (d *Dialect) eventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.Events + ` WHERE id IN (SELECT id FROM ` + d.tables.Events + `
  WHERE status = 'PROCESSED' AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
@@ -138,8 +142,8 @@ func (d *Dialect) EventsDeleteProcessed(cutoff time.Time, limit int) dialects.Qu
 	}
 }
 
-// leaseAcquire implements Dialect: take the lease when nobody holds it or
-// when the holder's lease has run out; one row affected means taken.
+// leaseAcquire is AcquireLease's statement: take the lease when nobody holds
+// it or when the holder's lease has run out; one row affected means taken.
 func (d *Dialect) leaseAcquire(l dialects.Lease) dialects.Query {
 	return dialects.Query{
 		SQL: "INSERT INTO " + d.tables.Jobs + ` AS j (name, locked_by, locked_at, lock_until) VALUES ($1, $2, $3, $4)
@@ -150,9 +154,9 @@ ON CONFLICT (name) DO UPDATE SET locked_by = EXCLUDED.locked_by, locked_at = EXC
 	}
 }
 
-// LeaseRelease implements Dialect: shorten the lease held by l.Owner since
-// l.LockedAt to end at l.Until (the at-least time, or now).
-func (d *Dialect) LeaseRelease(l dialects.Lease) dialects.Query {
+// leaseRelease is Relay.ReleaseLease's statement: shorten the lease held by
+// l.Owner since l.LockedAt to end at l.Until (the at-least time, or now).
+func (d *Dialect) leaseRelease(l dialects.Lease) dialects.Query {
 	return dialects.Query{
 		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = $1 WHERE name = $2 AND locked_by = $3 AND locked_at = $4",
 		Args: []any{l.Until, l.Name, l.Owner, l.LockedAt},
@@ -167,8 +171,8 @@ func (d *Dialect) idArray(ids []oncebox.EventID) []string {
 	return out
 }
 
-// EventsDueTypes implements Dialect: a recursive CTE that jumps from one
-// event type to the next through the claim index (event_type,
+// eventsDueTypes is Relay.DueTypes's statement: a recursive CTE that jumps
+// from one event type to the next through the claim index (event_type,
 // next_retry_at, id) WHERE status = 'PENDING' (min() takes the first entry
 // after the previous type: one probe), n stopping it after limit types;
 // then, for each type, one probe for its first entry due at now (the
@@ -177,7 +181,7 @@ func (d *Dialect) idArray(ids []oncebox.EventID) []string {
 // a retry (200,000 such rows: a 21–35 ms scan of the index per idle poll,
 // measured, against 0.1 ms now). PostgreSQL evaluates a recursive CTE only
 // as far as the outer query reads it.
-func (d *Dialect) EventsDueTypes(now time.Time, after string, limit int) dialects.Query {
+func (d *Dialect) eventsDueTypes(now time.Time, after string, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: `WITH RECURSIVE t(event_type, n) AS (
     SELECT min(event_type), 1 FROM ` + d.tables.Events + `

@@ -10,7 +10,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// MarkProcessed implements Dialect with the one statement of
+// MarkProcessed implements dialects.Relay with the one statement of
 // eventsMarkProcessed.
 func (d *Dialect) MarkProcessed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, ids []oncebox.EventID, now time.Time) ([]oncebox.EventID, error) {
 	return sqlkit.QueryIDs(ctx, db, d.eventsMarkProcessed(token, ids, now))
@@ -22,21 +22,14 @@ func (d *Dialect) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, cla
 	return sqlkit.QueryIDs(ctx, db, d.eventsMarkProcessedClaims(claims, now))
 }
 
-// MoveToDLQ implements Dialect with the one statement of eventsMoveToDLQ.
+// MoveToDLQ implements dialects.Relay with the one statement of eventsMoveToDLQ.
 func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	n, err := sqlkit.ExecAffected(ctx, db, d.eventsMoveToDLQ(now, limit))
 	return int(n), err
 }
 
-// AcquireLease implements Dialect with the one statement of leaseAcquire.
+// AcquireLease implements dialects.Relay with the one statement of leaseAcquire.
 func (d *Dialect) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l dialects.Lease) (bool, error) {
 	n, err := sqlkit.ExecAffected(ctx, db, d.leaseAcquire(l))
 	return n == 1, err
-}
-
-// Exec implements Dialect: the statement runs on its own (its own
-// transaction at the server's isolation, READ COMMITTED by default on
-// PostgreSQL).
-func (d *Dialect) Exec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
-	return sqlkit.ExecAffected(ctx, db, q)
 }

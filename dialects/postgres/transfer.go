@@ -9,10 +9,11 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// dLQTransferToOutbox implements Dialect: up to limit TO_RETRY rows go back
-// to the outbox as PENDING events due now, with retry_count 0, and leave the
-// DLQ, in one statement and so in one transaction: a crash leaves each row
-// on one side. The DLQ status IN_PROCESS is not used.
+// dlqTransferToOutbox is TransferDLQToOutbox's statement: up to limit
+// TO_RETRY rows go back to the outbox as PENDING events due now, with
+// retry_count 0, and leave the DLQ, in one statement and so in one
+// transaction: a crash leaves each row on one side. The DLQ status IN_PROCESS
+// is not used.
 //
 // The event id is the row's event_id, or, for a consumed message that had
 // none, the DLQ row's own id (a UUIDv7 as well). The metadata's
@@ -33,7 +34,7 @@ import (
 // operator's status change waits for (or is skipped by) the transfer, never
 // overwritten. The re-arm takes the outbox row's lock. Index: (status,
 // moved_at, id) gives the TO_RETRY rows in order.
-func (d *Dialect) dLQTransferToOutbox(now time.Time, limit int) dialects.Query {
+func (d *Dialect) dlqTransferToOutbox(now time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: `WITH picked AS MATERIALIZED (
     SELECT id, COALESCE(event_id, id) AS event_id, event_type, topic, partition_key, message_uuid,
@@ -66,12 +67,12 @@ DELETE FROM ` + d.tables.DLQ + ` q
 	}
 }
 
-// DLQDeleteResolved implements Dialect: up to limit RESOLVED rows last
-// updated (resolved) before cutoff. moved_at is never after updated_at, so
-// the redundant moved_at bound lets the index (status, moved_at, id) range
-// over the old RESOLVED rows only. Locks: SKIP LOCKED passes over rows an
-// operator is changing right now.
-func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query {
+// dlqDeleteResolved is Relay.DeleteResolvedDLQ's statement: up to limit
+// RESOLVED rows last updated (resolved) before cutoff. moved_at is never
+// after updated_at, so the redundant moved_at bound lets the index (status,
+// moved_at, id) range over the old RESOLVED rows only. Locks: SKIP LOCKED
+// passes over rows an operator is changing right now.
+func (d *Dialect) dlqDeleteResolved(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.DLQ + ` WHERE id IN (SELECT id FROM ` + d.tables.DLQ + `
  WHERE status = 'RESOLVED' AND moved_at < $1 AND updated_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`,
@@ -79,9 +80,9 @@ func (d *Dialect) DLQDeleteResolved(cutoff time.Time, limit int) dialects.Query 
 	}
 }
 
-// TransferDLQToOutbox implements Dialect with the one statement of
-// dLQTransferToOutbox.
+// TransferDLQToOutbox implements dialects.Relay with the one statement of
+// dlqTransferToOutbox.
 func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
-	n, err := sqlkit.ExecAffected(ctx, db, d.dLQTransferToOutbox(now, limit))
+	n, err := sqlkit.ExecAffected(ctx, db, d.dlqTransferToOutbox(now, limit))
 	return int(n), err
 }

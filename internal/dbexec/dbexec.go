@@ -1,4 +1,4 @@
-// Package dbexec runs the statements of the background jobs.
+// Package dbexec repeats the batches of the background jobs.
 package dbexec
 
 import (
@@ -22,13 +22,4 @@ func Repeat(ctx context.Context, limit int, step func(ctx context.Context) (int,
 		}
 	}
 	return total, ctx.Err()
-}
-
-// RepeatExec is Repeat over deleteBatch, which runs one batch (in its own
-// transaction, at the relay's isolation) and returns the rows it touched.
-func RepeatExec(ctx context.Context, limit int, deleteBatch func(ctx context.Context) (int64, error)) (int, error) {
-	return Repeat(ctx, limit, func(ctx context.Context) (int, error) {
-		n, err := deleteBatch(ctx)
-		return int(n), err
-	})
 }

@@ -17,17 +17,24 @@ import (
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 )
 
+// Leases is what a Locker asks of the dialect: the lease methods of
+// dialects.Relay.
+type Leases interface {
+	AcquireLease(ctx context.Context, db wsql.ContextExecutor, l dialects.Lease) (bool, error)
+	ReleaseLease(ctx context.Context, db wsql.Beginner, l dialects.Lease) error
+}
+
 // Locker takes and releases leases for one owner.
 type Locker struct {
 	db    wsql.Beginner
-	d     dialects.Dialect
+	d     Leases
 	owner string
 	clock oncebox.Clock
 }
 
 // NewLocker returns a Locker acting as owner, on c (the real clock when
 // nil).
-func NewLocker(db wsql.Beginner, d dialects.Dialect, owner string, c oncebox.Clock) *Locker {
+func NewLocker(db wsql.Beginner, d Leases, owner string, c oncebox.Clock) *Locker {
 	return &Locker{db: db, d: d, owner: owner, clock: clock.Or(c)}
 }
 
@@ -49,8 +56,7 @@ func (l *Locker) Release(ctx context.Context, le dialects.Lease, atLeast time.Du
 	if min := le.LockedAt.Add(atLeast); le.Until.Before(min) {
 		le.Until = min
 	}
-	q := l.d.LeaseRelease(le)
-	if _, err := l.d.Exec(ctx, l.db, q); err != nil {
+	if err := l.d.ReleaseLease(ctx, l.db, le); err != nil {
 		return fmt.Errorf("oncebox: release lease %q: %w", le.Name, err)
 	}
 	return nil
@@ -78,15 +84,19 @@ func (l *Locker) RunLocked(ctx context.Context, name string, atMost, atLeast, re
 	return true, runErr
 }
 
-// CleanUp deletes rows in batches under the lease of job name: deleteBatch
-// runs again and again (dbexec.RepeatExec), each run deleting up to limit
-// rows, while the lease is held. skipped is true when another owner held
-// the lease. Every clean-up job (outbox, DLQ, inbox) is this.
+// CleanUp deletes rows in batches under the lease of job name: deleteBatch,
+// which deletes up to limit rows and returns how many it deleted, runs
+// again while a batch deletes limit rows (dbexec.Repeat) and the lease is
+// held. skipped is true when another owner held the lease. Every clean-up
+// job (outbox, DLQ, inbox) is this.
 func (l *Locker) CleanUp(ctx context.Context, name string, atMost, atLeast, releaseTimeout time.Duration,
 	limit int, deleteBatch func(ctx context.Context) (int64, error)) (rows int, skipped bool, err error) {
 	ran, err := l.RunLocked(ctx, name, atMost, atLeast, releaseTimeout, func(ctx context.Context) error {
 		var err error
-		rows, err = dbexec.RepeatExec(ctx, limit, deleteBatch)
+		rows, err = dbexec.Repeat(ctx, limit, func(ctx context.Context) (int, error) {
+			n, err := deleteBatch(ctx)
+			return int(n), err
+		})
 		return err
 	})
 	return rows, !ran && err == nil, err

@@ -17,10 +17,10 @@ const (
 	OracleNowUTC = "SYS_EXTRACT_UTC(SYSTIMESTAMP)"
 )
 
-// DatabaseTime reads the database's current time with d.DatabaseNow(), in
-// UTC.
-func DatabaseTime(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) (time.Time, error) {
-	q := d.DatabaseNow()
+// DatabaseTime reads the database's current time with q, its database's
+// reading of the clock (one row of one column), in UTC: DatabaseTime of
+// the database called dialect.
+func DatabaseTime(ctx context.Context, db wsql.ContextExecutor, dialect string, q dialects.Query) (time.Time, error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
 		return time.Time{}, err
@@ -39,7 +39,7 @@ func DatabaseTime(ctx context.Context, db wsql.ContextExecutor, d dialects.Diale
 	if err := RowsErr(rows); err != nil {
 		return time.Time{}, err
 	}
-	return databaseUTC(d.Name(), at), nil
+	return databaseUTC(dialect, at), nil
 }
 
 // databaseUTC returns at, a reading of the database's clock in UTC, as a

@@ -318,7 +318,8 @@ func WindowCut(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimPar
 // PENDING id in one loose index scan of (event_type, partition_key,
 // status) + id ("Using index for group-by", measured on MariaDB 10.11:
 // 1,002 entries read for 1,001 keys); status is bounded by BETWEEN, the
-// form that keeps MariaDB on the loose scan in EventsDueTypes.
+// form that keeps MariaDB on the loose scan in the discovery (MySQL's
+// eventsDueTypes).
 func OrderedWalk(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimParams, gate, exclude string) (ctes, heads string) {
 	firstRows, heap, walk := c.FirstRows, c.HeadProbe(), c.KeyWalk()
 	excl := ""

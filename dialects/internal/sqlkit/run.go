@@ -47,6 +47,18 @@ func (c Tx) Run(ctx context.Context, db wsql.Beginner, fn func(tx wsql.Tx) error
 	}
 }
 
+// Exec runs q alone in a transaction of its own, as Run does, and returns
+// the rows it affected: Relay.Single on MySQL and Oracle.
+func (c Tx) Exec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
+	var n int64
+	err := c.Run(ctx, db, func(tx wsql.Tx) error {
+		var err error
+		n, err = ExecAffected(ctx, tx, q)
+		return err
+	})
+	return n, err
+}
+
 func inTxOnce(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn func(tx wsql.Tx) error) (err error) {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {

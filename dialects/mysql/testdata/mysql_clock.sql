@@ -1,0 +1,4 @@
+-- mysql DatabaseNow
+SELECT UTC_TIMESTAMP(6);
+-- args: []
+

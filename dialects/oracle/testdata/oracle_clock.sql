@@ -1,0 +1,4 @@
+-- oracle DatabaseNow
+SELECT SYS_EXTRACT_UTC(SYSTIMESTAMP) FROM DUAL;
+-- args: []
+

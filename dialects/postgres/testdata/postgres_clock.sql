@@ -1,0 +1,4 @@
+-- postgres DatabaseNow
+SELECT clock_timestamp();
+-- args: []
+
