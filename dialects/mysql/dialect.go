@@ -30,6 +30,10 @@ type Dialect struct {
 
 	// DLQStore runs the DLQ store's statements (dlqstore.go).
 	sqlkit.DLQStore
+	// Migrator runs the migration steps (migrate.go).
+	sqlkit.Migrator
+	// Inspector reads the tables as a whole (inspect.go).
+	sqlkit.Inspector
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -49,6 +53,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
 	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
 	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.Migrator, d.Inspector = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -60,15 +65,7 @@ func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
 // Features implements Dialect.
 func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{
-		Placeholder:     dialects.PlaceholderQuestion,
-		Returning:       false,
-		SkipLocked:      dialects.SkipLockedSelectThenUpdate,
-		IDType:          "BINARY(16)",
-		InsertIgnore:    dialects.InsertIgnore,
-		MaxBindParams:   mysqlMaxBindParams,
-		ReadCommittedTx: sqlkit.ReadCommitted,
-	}
+	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
 }
 
 // EncodeID implements Dialect: the 16 bytes of the UUIDv7, so that the
@@ -111,4 +108,5 @@ var Database = dialects.Database{
 	URLSchemes:     []string{"mysql", "mariadb"},
 	IsTransient:    IsTransient,
 	TestSchema:     true,
+	Placeholder:    style{}.Placeholder,
 }

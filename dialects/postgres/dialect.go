@@ -19,6 +19,10 @@ type Dialect struct {
 
 	// DLQStore runs the DLQ store's statements (dlqstore.go).
 	sqlkit.DLQStore
+	// Migrator runs the migration steps (migrate.go).
+	sqlkit.Migrator
+	// Inspector reads the tables as a whole (inspect.go).
+	sqlkit.Inspector
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -33,6 +37,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	d := &Dialect{schema: cfg.Schema, tables: t, lockKey: sqlkit.AdvisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
 	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.Migrator, d.Inspector = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -44,15 +49,7 @@ func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
 // Features implements Dialect.
 func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{
-		Placeholder:     dialects.PlaceholderDollar,
-		Returning:       true,
-		SkipLocked:      dialects.SkipLockedCTE,
-		IDType:          "uuid",
-		InsertIgnore:    dialects.InsertOnConflictDoNothing,
-		MaxBindParams:   postgresMaxBindParams,
-		ReadCommittedTx: sqlkit.ReadCommitted,
-	}
+	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
 }
 
 // EncodeID implements Dialect: the canonical text form, which both pgx and
@@ -67,4 +64,5 @@ var Database = dialects.Database{
 	URLSchemes:     []string{"postgres", "postgresql"},
 	IsTransient:    IsTransient,
 	TestSchema:     true,
+	Placeholder:    style{}.Placeholder,
 }
