@@ -49,13 +49,14 @@ test: services tools ## Run every test of every module with the race detector ag
 	exit $$fail
 
 .PHONY: lint
-lint: ## Check formatting (gofmt), run go vet (stdversion included) in every module, and check the core's dependencies.
+lint: ## Check formatting (gofmt), run go vet (stdversion included) in every module, check the core's dependencies and that no SQL is written outside the database packages.
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@fail=0; for m in $(MODULES); do \
 	  echo "vet: $$m"; (cd "$$m" && $(GO) vet $(PKGS)) || fail=1; \
 	done; exit $$fail
 	@bash scripts/check-modules.sh
+	@$(GO) test -count=1 -run '^TestNoSQLOutsideTheDatabasePackages$$' .
 
 .PHONY: tidy
 tidy: ## Run go mod tidy in every module (scripts/tidy-modules.sh).

@@ -14,6 +14,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -65,8 +66,12 @@ func insertBacklog(ctx context.Context, db wsql.ContextExecutor, d dialects.Dial
 
 // countStatus returns the number of outbox rows in status.
 func countStatus(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect, status oncebox.Status) (int, error) {
+	database, ok := registry.Lookup(d.Name())
+	if !ok {
+		return 0, fmt.Errorf("count: no database %q in the registry", d.Name())
+	}
 	rows, err := db.QueryContext(ctx, "SELECT count(*) FROM "+d.Tables().Events+" WHERE status = "+
-		d.Features().Placeholder.Format(1), string(status))
+		database.Placeholder(1), string(status))
 	if err != nil {
 		return 0, err
 	}

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"strings"
 	"time"
 
@@ -40,7 +39,8 @@ type Migration struct {
 type Dialect interface {
 	// Name is "postgres", "mysql" or "oracle".
 	Name() string
-	// Features tells how this database spells the constructs that differ.
+	// Features tells what a caller needs to know of the database beyond
+	// the methods.
 	Features() Features
 	// Tables returns the qualified names of the oncebox tables.
 	Tables() Tables
@@ -122,84 +122,15 @@ type EventRow struct {
 	CreatedAt   time.Time
 }
 
-// Features describes the SQL forms of a database.
+// Features describes what a caller of the dialect needs to know of the
+// database beyond the dialect's methods.
 type Features struct {
-	// Placeholder is the bind parameter style.
-	Placeholder PlaceholderStyle
-	// Returning reports whether INSERT/UPDATE … RETURNING exists, so that a
-	// claim can flip and read rows in one statement.
-	Returning bool
-	// SkipLocked is how the claim locks rows without waiting on neighbours.
-	SkipLocked SkipLockedForm
-	// IDType is the column type of event ids: "uuid", "BINARY(16)", "RAW(16)".
-	IDType string
-	// InsertIgnore is the insert-or-ignore form of the inbox.
-	InsertIgnore InsertIgnoreForm
-	// MaxInList is the most values one IN (…) list may hold; 0 for no limit
-	// beyond MaxBindParams. Oracle: 1,000.
-	MaxInList int
-	// MaxBindParams is the most bind parameters one statement may carry.
-	MaxBindParams int
 	// ReadCommittedTx are the options that begin a READ COMMITTED
 	// transaction: an explicit level, or nil on Oracle, where it is the
-	// default and go-ora (v2.8.24) refuses an explicit one.
+	// default and go-ora (v2.8.24) refuses an explicit one. The inbox
+	// (package middleware) begins its transactions with them.
 	ReadCommittedTx *sql.TxOptions
 }
-
-// PlaceholderStyle is how bind parameters are written.
-type PlaceholderStyle int
-
-const (
-	// PlaceholderDollar is $1, $2, … (PostgreSQL).
-	PlaceholderDollar PlaceholderStyle = iota + 1
-	// PlaceholderQuestion is ?, ?, … (MySQL).
-	PlaceholderQuestion
-	// PlaceholderColon is :1, :2, … (Oracle).
-	PlaceholderColon
-)
-
-// Format returns the placeholder of the n-th parameter, counting from 1.
-func (s PlaceholderStyle) Format(n int) string {
-	switch s {
-	case PlaceholderDollar:
-		return "$" + strconv.Itoa(n)
-	case PlaceholderColon:
-		return ":" + strconv.Itoa(n)
-	case PlaceholderQuestion:
-		return "?"
-	}
-	panic(fmt.Sprintf("dialects: unknown placeholder style %d", int(s)))
-}
-
-// SkipLockedForm is how a claim takes rows other claimers do not hold.
-type SkipLockedForm int
-
-const (
-	// SkipLockedCTE: one statement, UPDATE … FROM (SELECT … FOR UPDATE SKIP
-	// LOCKED) … RETURNING (PostgreSQL).
-	SkipLockedCTE SkipLockedForm = iota + 1
-	// SkipLockedSelectThenUpdate: SELECT … FOR UPDATE SKIP LOCKED, then UPDATE
-	// … WHERE id IN (…), in one transaction (MySQL 8, MariaDB ≥ 10.6).
-	SkipLockedSelectThenUpdate
-	// SkipLockedRowidCursor: lock through a ROWID subquery with FOR UPDATE
-	// SKIP LOCKED fetched in a cursor, never FETCH FIRST or ROWNUM, which
-	// filter before locking (Oracle).
-	SkipLockedRowidCursor
-)
-
-// InsertIgnoreForm is how a row is inserted unless its key exists.
-type InsertIgnoreForm int
-
-const (
-	// InsertOnConflictDoNothing: INSERT … ON CONFLICT DO NOTHING RETURNING
-	// (PostgreSQL): the returned rows are the new ones.
-	InsertOnConflictDoNothing InsertIgnoreForm = iota + 1
-	// InsertIgnore: INSERT IGNORE (MySQL); new rows are found by affected
-	// counts, or by a read-back for batches.
-	InsertIgnore
-	// InsertMerge: MERGE … WHEN NOT MATCHED THEN INSERT (Oracle).
-	InsertMerge
-)
 
 // NotifyChannel returns the PostgreSQL notification channel of the tables t:
 // "oncebox_", the qualified outbox table name in lower case with dots as
@@ -243,6 +174,12 @@ type Database struct {
 	IsTransient func(err error) bool
 	// TestSchema reports whether oncetest.NewSchema can give a test a
 	// schema of its own on this database (a database on MySQL, a schema on
-	// PostgreSQL; Oracle's schemas are users, which it does not create).
+	// PostgreSQL; Oracle's schemas are users, which it does not create):
+	// whether the dialect's Migrator.CreateTestSchema works.
 	TestSchema bool
+	// Placeholder returns how the database writes the n-th bind parameter
+	// of a statement, counting from 1 ($n, ? or :n), for tests and tools
+	// that write statements of their own (the conformance suite, the
+	// benchmark). oncebox's own statements are its dialect's.
+	Placeholder func(n int) string
 }

@@ -8,7 +8,10 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/mysql"
+	"github.com/oncebox/watermill-oncebox/dialects/oracle"
 	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 func TestTablesAreQualifiedAndValidated(t *testing.T) {
@@ -32,7 +35,10 @@ func TestTablesAreQualifiedAndValidated(t *testing.T) {
 
 func TestPlaceholderStyles(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "$3", dialects.PlaceholderDollar.Format(3))
-	require.Equal(t, "?", dialects.PlaceholderQuestion.Format(3))
-	require.Equal(t, ":3", dialects.PlaceholderColon.Format(3))
+	require.Equal(t, "$3", postgres.Database.Placeholder(3))
+	require.Equal(t, "?", mysql.Database.Placeholder(3))
+	require.Equal(t, ":3", oracle.Database.Placeholder(3))
+	for _, db := range registry.All() {
+		require.NotNil(t, db.Placeholder, "%s: every database tells its placeholders (the conformance suite writes statements of its own)", db.Name)
+	}
 }

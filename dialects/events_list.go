@@ -6,8 +6,8 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
-// StoredEvent is one outbox row as EventsList returns it: what was
-// published and where the row stands. Scan it with StoredEvent.ScanTargets.
+// StoredEvent is one outbox row as Inspector.EventsList returns it: what
+// was published and where the row stands.
 type StoredEvent struct {
 	ID          oncebox.EventID
 	EventType   string
@@ -22,8 +22,8 @@ type StoredEvent struct {
 	CreatedAt  time.Time
 }
 
-// ScanTargets returns the destinations of a row of EventsList, in the order
-// of its select list.
+// ScanTargets returns the destinations of a row of EventsList's statement,
+// in the order of its select list: the database packages scan with it.
 func (e *StoredEvent) ScanTargets() []any {
 	return []any{&e.ID, &e.EventType, &e.Topic, &e.Key, &e.MessageUUID, &e.Payload, &e.Metadata, &e.Status, &e.RetryCount, &e.CreatedAt}
 }

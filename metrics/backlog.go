@@ -43,7 +43,7 @@ type BacklogConfig struct {
 // oncebox_backlog_refresh_errors_total.
 type BacklogCollector struct {
 	db     wsql.ContextExecutor
-	query  string
+	d      dialects.Inspector
 	config BacklogConfig
 
 	outboxDesc *prometheus.Desc
@@ -116,7 +116,7 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 	}
 	return &BacklogCollector{
 		db:     db,
-		query:  d.Backlog().SQL,
+		d:      d,
 		config: cfg,
 		outboxDesc: prometheus.NewDesc(NameOutboxEvents,
 			"Rows of the outbox table by event type and status (cached, see oncebox_backlog_last_refresh_success_timestamp_seconds).",
@@ -193,32 +193,21 @@ func (c *BacklogCollector) current() *snapshot {
 }
 
 // load runs the backlog query.
-func (c *BacklogCollector) load(now time.Time) (_ *snapshot, err error) {
+func (c *BacklogCollector) load(now time.Time) (*snapshot, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.config.QueryTimeout)
 	defer cancel()
-	rows, err := c.db.QueryContext(ctx, c.query)
+	groups, err := c.d.Backlog(ctx, c.db)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, rows.Close()) }()
 	snap := &snapshot{at: now}
-	for rows.Next() {
-		var table string
-		var r backlogRow
-		var n int64
-		if err := rows.Scan(&table, &r.label, &r.status, &n, &r.oldest); err != nil {
-			return nil, err
-		}
-		r.count = float64(n)
-		if table == "dlq" {
+	for _, g := range groups {
+		r := backlogRow{label: g.Key, status: g.Status, count: float64(g.Count), oldest: g.Oldest}
+		if g.Table == dialects.BacklogDLQ {
 			snap.dlq = append(snap.dlq, r)
 		} else {
 			snap.outbox = append(snap.outbox, r)
 		}
-	}
-	// wsql.Rows has no Err; both adapters (pgx, database/sql) have one.
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, e.Err()
 	}
 	return snap, nil
 }

@@ -51,9 +51,7 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 				// A session-level lock (MySQL's GET_LOCK, Oracle's DBMS_LOCK)
 				// outlives the rollback: release it, or the pooled connection
 				// keeps it and other instances wait for it in vain.
-				for _, q := range d.MigrationUnlock() {
-					_ = exec(context.WithoutCancel(ctx), tx, q)
-				}
+				_ = d.UnlockMigrations(context.WithoutCancel(ctx), tx)
 			}
 			if rbErr := tx.Rollback(); rbErr != nil {
 				err = errors.Join(err, fmt.Errorf("oncebox: migrate: rollback: %w", rbErr))
@@ -65,16 +63,12 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 		}
 	}()
 
-	for _, q := range d.MigrationLock() {
-		if err := exec(ctx, tx, q); err != nil {
-			return fmt.Errorf("oncebox: migrate: take the migration lock: %w", err)
-		}
+	if err := d.LockMigrations(ctx, tx); err != nil {
+		return fmt.Errorf("oncebox: migrate: take the migration lock: %w", err)
 	}
 	locked = true
-	for _, q := range bootstrap(d) {
-		if err := exec(ctx, tx, q); err != nil {
-			return fmt.Errorf("oncebox: migrate: create the schema or %s: %w", d.Tables().Migrations, err)
-		}
+	if err := d.EnsureMigrationsTable(ctx, tx); err != nil {
+		return fmt.Errorf("oncebox: migrate: create the schema or %s: %w", d.Tables().Migrations, err)
 	}
 	applied, err := appliedVersions(ctx, tx, d)
 	if err != nil {
@@ -84,32 +78,14 @@ func Migrate(ctx context.Context, db sql.Beginner, d dialects.Dialect) (err erro
 		if applied[m.Version] {
 			continue
 		}
-		for i, stmt := range m.Statements {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("oncebox: migrate: %s statement %d: %w", m.Name, i+1, err)
-			}
-		}
-		if err := exec(ctx, tx, record(d, m, time.Now().UTC())); err != nil {
-			return fmt.Errorf("oncebox: migrate: record %s: %w", m.Name, err)
+		if err := d.ApplyMigration(ctx, tx, m, time.Now().UTC()); err != nil {
+			return fmt.Errorf("oncebox: migrate: %w", err)
 		}
 	}
-	for _, q := range d.MigrationUnlock() {
-		if err := exec(ctx, tx, q); err != nil {
-			return fmt.Errorf("oncebox: migrate: release the migration lock: %w", err)
-		}
+	if err := d.UnlockMigrations(ctx, tx); err != nil {
+		return fmt.Errorf("oncebox: migrate: release the migration lock: %w", err)
 	}
 	return nil
-}
-
-// bootstrap returns the statements that create d's schema (when it names
-// one) and its migrations table, each only when missing.
-func bootstrap(d dialects.Dialect) []dialects.Query {
-	return append(d.SchemaCreate(), d.MigrationsTableCreate())
-}
-
-// record returns the statement that records m as applied at at.
-func record(d dialects.Dialect, m dialects.Migration, at time.Time) dialects.Query {
-	return d.MigrationsInsert(m.Version, m.Name, at)
 }
 
 // ErrInTransaction is returned when Migrate is given a transaction.
@@ -121,29 +97,15 @@ func Applied(ctx context.Context, db sql.ContextExecutor, d dialects.Dialect) (m
 }
 
 func appliedVersions(ctx context.Context, db sql.ContextExecutor, d dialects.Dialect) (map[int]bool, error) {
-	q := d.MigrationsSelect()
-	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	versions, err := d.AppliedMigrations(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: migrate: read %s: %w", d.Tables().Migrations, err)
 	}
-	defer rows.Close()
-	applied := map[int]bool{}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, fmt.Errorf("oncebox: migrate: read %s: %w", d.Tables().Migrations, err)
-		}
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
 		applied[v] = true
 	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, fmt.Errorf("oncebox: migrate: read %s: %w", d.Tables().Migrations, e.Err())
-	}
 	return applied, nil
-}
-
-func exec(ctx context.Context, db sql.ContextExecutor, q dialects.Query) error {
-	_, err := db.ExecContext(ctx, q.SQL, q.Args...)
-	return err
 }
 
 func isTx(db any) bool {

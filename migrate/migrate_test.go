@@ -102,7 +102,11 @@ func TestStatements(t *testing.T) {
 			require.Equal(t, migrations[i].Version, s.Version)
 			require.Equal(t, migrations[i].Name, s.Name)
 			// The bootstrap, the migration, the record.
-			require.Equal(t, d.MigrationsTableCreate().SQL, s.Statements[len(s.Statements)-len(migrations[i].Statements)-2], name)
+			// (The creation of the migrations table; the text of each
+			// statement is the dialect's, pinned by its golden tests.)
+			boot := s.Statements[len(s.Statements)-len(migrations[i].Statements)-2]
+			require.Contains(t, boot, "CREATE TABLE", name)
+			require.Contains(t, boot, d.Tables().Migrations+" (", name)
 			own := s.Statements[len(s.Statements)-len(migrations[i].Statements)-1 : len(s.Statements)-1]
 			require.Equal(t, strings.Join(migrations[i].Statements, "\n;\n"), strings.Join(own, "\n;\n"), name) // (MySQL's 0002 has none)
 		}

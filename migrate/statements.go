@@ -3,11 +3,9 @@ package migrate
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/oncebox/watermill-oncebox"
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
@@ -32,16 +30,16 @@ type Script struct {
 
 // Statements returns one Script per migration of d whose version is above
 // from and at most to, in order: from 0 starts from an empty schema, to 0
-// means the latest version. d must be one of package dialects' dialects
-// (PostgreSQL, MySQL, Oracle), each of which writes the database's clock
-// in its own way. Migrate applies the same statements, under a lock and in
-// one transaction, skipping the versions already recorded.
+// means the latest version. d must be one of the dialects of this module's
+// database packages (dialects/postgres, dialects/mysql, …), each of which
+// writes its database's script in its own way (the clock, the end of a
+// statement). Migrate applies the same statements, under a lock and in one
+// transaction, skipping the versions already recorded.
 func Statements(d dialects.Dialect, from, to int) ([]Script, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: migrate: dialect is nil", oncebox.ErrInvalidInput)
 	}
-	form, err := formOf(d)
-	if err != nil {
+	if err := ours(d); err != nil {
 		return nil, err
 	}
 	migrations, err := d.Migrations()
@@ -61,25 +59,21 @@ func Statements(d dialects.Dialect, from, to int) ([]Script, error) {
 		if m.Version <= from || m.Version > to {
 			continue
 		}
-		s := Script{Version: m.Version, Name: m.Name, form: form}
-		for _, q := range bootstrap(d) {
-			s.Statements = append(s.Statements, q.SQL)
-		}
-		s.Statements = append(s.Statements, m.Statements...)
-		rec, err := form.inline(record(d, m, time.Time{}))
+		ms, err := d.MigrationScript(m)
 		if err != nil {
 			return nil, err
 		}
-		s.Statements = append(s.Statements, rec)
-		out = append(out, s)
+		out = append(out, Script{Version: m.Version, Name: m.Name, Statements: ms.Statements,
+			form: literalForm{name: ms.Database, end: ms.End}})
 	}
 	return out, nil
 }
 
 // Text returns the script as a file to apply by hand or to give a
 // migration tool: a comment naming the migration, then each statement
-// ended by ";" (PostgreSQL, MySQL) or by a line holding "/" (Oracle, as
-// SQL*Plus, SQLcl and Flyway read PL/SQL blocks).
+// ended as the database's client reads it: by ";" (PostgreSQL, MySQL) or by
+// a line holding "/" (Oracle, as SQL*Plus, SQLcl and Flyway read PL/SQL
+// blocks).
 func (s Script) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- oncebox migration %d (%s), %s.\n", s.Version, s.Name, s.form.name)
@@ -91,78 +85,31 @@ func (s Script) Text() string {
 	return b.String()
 }
 
-// literalForm is how a dialect's statements are written out as text.
+// literalForm is how a script's statements are written out as text
+// (dialects.MigrationScript).
 type literalForm struct {
+	// name names the database in the heading.
 	name string
 	// end ends a statement.
 	end string
-	// now is the database's current time in UTC, as the migrations table's
-	// applied_at column takes it.
-	now string
 }
 
-// formOf returns the literal form of one of package dialects' dialects.
-func formOf(d dialects.Dialect) (literalForm, error) {
+// dialectsPackages is the import path under which this module's database
+// packages live.
+const dialectsPackages = "github.com/oncebox/watermill-oncebox/dialects/"
+
+// ours refuses a dialect of another module. A Dialect is not meant to be
+// implemented outside this module (see dialects.Dialect): a wrapper could
+// change the statements Migrate runs while its script kept the original
+// ones, and a script that differs from what Migrate applies is worse than
+// none.
+func ours(d dialects.Dialect) error {
 	t := reflect.TypeOf(d)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if !strings.HasPrefix(t.PkgPath(), "github.com/oncebox/watermill-oncebox/dialects/") {
-		return literalForm{}, fmt.Errorf("%w: migrate: Statements writes the SQL of package dialects' dialects, not of %T", oncebox.ErrInvalidInput, d)
+	if !strings.HasPrefix(t.PkgPath(), dialectsPackages) {
+		return fmt.Errorf("%w: migrate: Statements writes the SQL of package dialects' dialects, not of %T", oncebox.ErrInvalidInput, d)
 	}
-	switch d.Name() {
-	case "postgres":
-		return literalForm{name: "PostgreSQL", end: ";", now: "now()"}, nil
-	case "mysql":
-		return literalForm{name: "MySQL/MariaDB", end: ";", now: "UTC_TIMESTAMP(6)"}, nil
-	case "oracle":
-		return literalForm{name: "Oracle", end: "\n/", now: "SYSTIMESTAMP"}, nil
-	}
-	return literalForm{}, fmt.Errorf("%w: migrate: Statements writes the SQL of package dialects' dialects, not of %T", oncebox.ErrInvalidInput, d)
-}
-
-// inline returns q's SQL with each bind parameter ($n, :n or ?) replaced
-// by its value as a literal: an integer, a quoted string, or, for a time,
-// the database's current time. It serves the INSERT of record, whose SQL
-// holds no quoted text where a placeholder could hide.
-func (f literalForm) inline(q dialects.Query) (string, error) {
-	var b strings.Builder
-	next := 0
-	s := q.SQL
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		numbered := (c == '$' || c == ':') && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9'
-		if c != '?' && !numbered {
-			b.WriteByte(c)
-			continue
-		}
-		n := next
-		next++
-		if numbered {
-			j := i + 1
-			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-				j++
-			}
-			n, _ = strconv.Atoi(s[i+1 : j])
-			n--
-			i = j - 1
-		}
-		if n < 0 || n >= len(q.Args) {
-			return "", fmt.Errorf("migrate: statement %q: parameter %d has no value", s, n+1)
-		}
-		switch v := q.Args[n].(type) {
-		case int:
-			b.WriteString(strconv.Itoa(v))
-		case string:
-			if strings.ContainsAny(v, `'\`) {
-				return "", fmt.Errorf("migrate: statement %q: the value %q cannot be written as a literal", s, v)
-			}
-			b.WriteString("'" + v + "'")
-		case time.Time:
-			b.WriteString(f.now)
-		default:
-			return "", fmt.Errorf("migrate: statement %q: a value of type %T cannot be written as a literal", s, v)
-		}
-	}
-	return b.String(), nil
+	return nil
 }

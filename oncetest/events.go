@@ -51,18 +51,12 @@ func Events(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) ([
 	if db == nil || d == nil {
 		return nil, fmt.Errorf("%w: oncetest.Events: the handle or the dialect is nil", oncebox.ErrInvalidConfig)
 	}
-	q := d.EventsList()
-	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	rows, err := d.EventsList(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("oncetest: read the outbox %s: %w", d.Tables().Events, err)
 	}
-	defer rows.Close()
 	var out []Event
-	for rows.Next() {
-		var s dialects.StoredEvent
-		if err := rows.Scan(s.ScanTargets()...); err != nil {
-			return nil, fmt.Errorf("oncetest: read the outbox %s: %w", d.Tables().Events, err)
-		}
+	for _, s := range rows {
 		e := Event{ID: s.ID, Type: s.EventType, Topic: s.Topic, UUID: s.MessageUUID, Payload: s.Payload,
 			Status: s.Status, RetryCount: s.RetryCount}
 		if s.Key != nil {
@@ -74,9 +68,6 @@ func Events(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) ([
 			}
 		}
 		out = append(out, e)
-	}
-	if r, ok := rows.(interface{ Err() error }); ok && r.Err() != nil {
-		return nil, fmt.Errorf("oncetest: read the outbox %s: %w", d.Tables().Events, r.Err())
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,46 +25,70 @@ import (
 //
 // db is a pool, not a transaction: sql.BeginnerFromPgx(pool) or
 // sql.BeginnerFromStdSQL(db), whose user may create schemas (databases).
-// dialect is "postgres" or "mysql"; a MySQL DSN needs parseTime=true and
-// loc=UTC, as for the MySQL dialect everywhere. Oracle creates a schema
-// with a user, which a test account rarely may: give it a table prefix of
-// its own instead (dialects.NewOracle with TablesConfig.Prefix, then
-// migrate.Migrate). A failure ends the test with t.Fatalf naming the step.
+// dialect names a database whose dialects.Database in package
+// dialects/registry has TestSchema set ("postgres", "mysql"); a MySQL DSN
+// needs parseTime=true and loc=UTC, as for the MySQL dialect everywhere.
+// Oracle creates a schema with a user, which a test account rarely may:
+// give it a table prefix of its own instead (oracle.New with
+// TablesConfig.Prefix, then migrate.Migrate). A failure ends the test with
+// t.Fatalf naming the step.
 func NewSchema(t testing.TB, db wsql.Beginner, dialect string) dialects.Dialect {
 	t.Helper()
 	if db == nil {
 		t.Fatalf("oncetest: NewSchema: db is nil")
 	}
-	var create, drop string
-	name := "oncetest_" + randomSuffix(t)
-	switch dialect {
-	case "postgres":
-		create, drop = "CREATE SCHEMA "+name, "DROP SCHEMA "+name+" CASCADE"
-	case "mysql":
-		create, drop = "CREATE DATABASE "+name, "DROP DATABASE "+name
-	default:
-		t.Fatalf("oncetest: NewSchema: dialect %q: want postgres or mysql (for oracle, use a table prefix; see the doc)", dialect)
+	database, ok := registry.Lookup(dialect)
+	if !ok || !database.TestSchema {
+		t.Fatalf("oncetest: NewSchema: dialect %q: %s", dialect, supported())
 	}
-	d, err := registry.New(dialect, oncebox.TablesConfig{Schema: name})
+	name := "oncetest_" + randomSuffix(t)
+	d, err := database.New(oncebox.TablesConfig{Schema: name})
 	if err != nil {
 		t.Fatalf("oncetest: NewSchema: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, create); err != nil {
-		t.Fatalf("oncetest: NewSchema: %s: %v", create, err)
+	if err := d.CreateTestSchema(ctx, db); err != nil {
+		t.Fatalf("oncetest: NewSchema: create %s schema %s: %v", dialect, name, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, drop); err != nil {
-			t.Errorf("oncetest: NewSchema's clean-up: %s: %v", drop, err)
+		if err := d.DropTestSchema(ctx, db); err != nil {
+			t.Errorf("oncetest: NewSchema's clean-up: drop %s schema %s: %v", dialect, name, err)
 		}
 	})
 	if err := migrate.Migrate(ctx, db, d); err != nil {
 		t.Fatalf("oncetest: NewSchema: migrate %s schema %s: %v", dialect, name, err)
 	}
 	return d
+}
+
+// supported says which databases NewSchema serves, and what to do on the
+// others, from the registry: "want postgres or mysql (for oracle, use a
+// table prefix; see the doc)".
+func supported() string {
+	var with, without []string
+	for _, db := range registry.All() {
+		if db.TestSchema {
+			with = append(with, db.Name)
+		} else {
+			without = append(without, db.Name)
+		}
+	}
+	s := "want " + orList(with)
+	if len(without) > 0 {
+		s += " (for " + orList(without) + ", use a table prefix; see the doc)"
+	}
+	return s
+}
+
+// orList joins names as "a", "a or b", "a, b or c".
+func orList(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 func randomSuffix(t testing.TB) string {

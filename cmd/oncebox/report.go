@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -167,38 +167,27 @@ func (a *app) statusCmd() *cobra.Command {
 	}
 }
 
-// readBacklog runs the dialect's backlog statement: the outbox by event type
-// and status (with the oldest PENDING row's time), the DLQ by status and
+// readBacklog reads the dialect's backlog: the outbox by event type and
+// status (with the oldest PENDING row's time), the DLQ by status and
 // source, each sorted.
 func readBacklog(ctx context.Context, c *conn) ([]outboxStat, []dlqStat, error) {
-	q := c.d.Backlog()
 	t := c.d.Tables()
-	rows, err := c.db.QueryContext(ctx, q.SQL, q.Args...)
+	groups, err := c.d.Backlog(ctx, c.db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, err)
 	}
-	defer rows.Close()
 	outbox, dlqs := []outboxStat{}, []dlqStat{}
-	for rows.Next() {
-		var kind, key, status string
-		var count int64
-		var oldest sql.NullTime
-		if err := rows.Scan(&kind, &key, &status, &count, &oldest); err != nil {
-			return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, err)
-		}
-		if kind == "dlq" {
-			dlqs = append(dlqs, dlqStat{Status: status, Source: key, Count: count})
+	for _, g := range groups {
+		if g.Table == dialects.BacklogDLQ {
+			dlqs = append(dlqs, dlqStat{Status: g.Status, Source: g.Key, Count: g.Count})
 			continue
 		}
-		s := outboxStat{EventType: key, Status: status, Count: count}
-		if status == string(oncebox.StatusPending) && oldest.Valid {
-			o := oldest.Time.UTC()
+		s := outboxStat{EventType: g.Key, Status: g.Status, Count: g.Count}
+		if g.Status == string(oncebox.StatusPending) && g.Oldest.Valid {
+			o := g.Oldest.Time.UTC()
 			s.OldestPendingAt = &o
 		}
 		outbox = append(outbox, s)
-	}
-	if e, ok := rows.(interface{ Err() error }); ok && e.Err() != nil {
-		return nil, nil, fmt.Errorf("read %s and %s: %w", t.Events, t.DLQ, e.Err())
 	}
 	sort.Slice(outbox, func(i, j int) bool {
 		if outbox[i].EventType != outbox[j].EventType {

@@ -2,13 +2,13 @@ package dialecttest
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
 // The backlog query of the metrics and the CLI's report: outbox rows by
@@ -25,31 +25,21 @@ func testBacklog(t *testing.T, tg Target) {
 	s.insertDLQ(t, dlqRow{source: oncebox.DLQSourceConsumer, status: oncebox.DLQStatusToRetry})
 	s.insertDLQ(t, dlqRow{source: oncebox.DLQSourceConsumer, status: oncebox.DLQStatusToRetry, noEventID: true})
 
-	type group struct {
-		kind, key, status string
-		count             int64
-		oldest            sql.NullTime
-	}
-	q := s.Dialect.Backlog()
-	rows, err := s.DB.QueryContext(context.Background(), q.SQL, q.Args...)
+	groups, err := s.Dialect.Backlog(context.Background(), s.Beginner)
 	require.NoError(t, err)
-	defer rows.Close()
-	got := map[[3]string]group{}
-	for rows.Next() {
-		var g group
-		require.NoError(t, rows.Scan(&g.kind, &g.key, &g.status, &g.count, &g.oldest))
-		got[[3]string{g.kind, g.key, g.status}] = g
+	got := map[[3]string]dialects.BacklogRow{}
+	for _, g := range groups {
+		got[[3]string{string(g.Table), g.Key, g.Status}] = g
 	}
-	require.NoError(t, rows.Err())
 	require.Len(t, got, 5)
 	pending := got[[3]string{"outbox", "a", "PENDING"}]
-	require.Equal(t, int64(3), pending.count)
-	require.True(t, pending.oldest.Valid)
-	require.True(t, pending.oldest.Time.Equal(t0), "the oldest created_at: %s", pending.oldest.Time)
-	require.Equal(t, int64(1), got[[3]string{"outbox", "a", "PROCESSED"}].count)
-	require.Equal(t, int64(2), got[[3]string{"outbox", "b", "PENDING"}].count)
-	require.Equal(t, int64(1), got[[3]string{"dlq", "publisher", "MOVED"}].count)
+	require.Equal(t, int64(3), pending.Count)
+	require.True(t, pending.Oldest.Valid)
+	require.True(t, pending.Oldest.Time.Equal(t0), "the oldest created_at: %s", pending.Oldest.Time)
+	require.Equal(t, int64(1), got[[3]string{"outbox", "a", "PROCESSED"}].Count)
+	require.Equal(t, int64(2), got[[3]string{"outbox", "b", "PENDING"}].Count)
+	require.Equal(t, int64(1), got[[3]string{"dlq", "publisher", "MOVED"}].Count)
 	consumer := got[[3]string{"dlq", "consumer", "TO_RETRY"}]
-	require.Equal(t, int64(2), consumer.count)
-	require.False(t, consumer.oldest.Valid)
+	require.Equal(t, int64(2), consumer.Count)
+	require.False(t, consumer.Oldest.Valid)
 }

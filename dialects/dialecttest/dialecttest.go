@@ -23,6 +23,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -83,8 +84,15 @@ type Env struct {
 	Pool *pgxpool.Pool
 }
 
-// P returns the placeholder of the n-th bind parameter, counting from 1.
-func (e *Env) P(n int) string { return e.Dialect.Features().Placeholder.Format(n) }
+// P returns the placeholder of the n-th bind parameter, counting from 1,
+// as the dialect's database writes it (dialects.Database.Placeholder).
+func (e *Env) P(n int) string {
+	db, ok := registry.Lookup(e.Dialect.Name())
+	if !ok {
+		panic("dialecttest: no database " + e.Dialect.Name() + " in the registry")
+	}
+	return db.Placeholder(n)
+}
 
 // ID converts an event id to the argument the id columns take.
 func (e *Env) ID(id oncebox.EventID) any { return e.Dialect.EncodeID(id) }

@@ -36,6 +36,10 @@ type Dialect struct {
 
 	// DLQStore runs the DLQ store's statements (dlqstore.go).
 	sqlkit.DLQStore
+	// Migrator runs the migration steps (migrate.go).
+	sqlkit.Migrator
+	// Inspector reads the tables as a whole (inspect.go).
+	sqlkit.Inspector
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -75,6 +79,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
+	d.Migrator, d.Inspector = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -86,15 +91,7 @@ func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
 // Features implements Dialect.
 func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{
-		Placeholder:     dialects.PlaceholderQuestion,
-		Returning:       false,
-		SkipLocked:      dialects.SkipLockedSelectThenUpdate,
-		IDType:          "BINARY(16)",
-		InsertIgnore:    dialects.InsertIgnore,
-		MaxBindParams:   mysqlMaxBindParams,
-		ReadCommittedTx: sqlkit.ReadCommitted,
-	}
+	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
 }
 
 // EncodeID implements Dialect: the 16 bytes of the UUIDv7, so that the
@@ -137,4 +134,5 @@ var Database = dialects.Database{
 	URLSchemes:     []string{"mysql", "mariadb"},
 	IsTransient:    IsTransient,
 	TestSchema:     true,
+	Placeholder:    style{}.Placeholder,
 }

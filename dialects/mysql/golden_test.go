@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,8 +44,8 @@ func TestMySQLMigrationsGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, ms)
 	var b strings.Builder
-	for _, q := range append(append(d.MigrationLock(), d.SchemaCreate()...), d.MigrationsTableCreate(), d.MigrationsSelect(),
-		d.MigrationsInsert(1, "0001_init.sql", time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC))) {
+	for _, q := range append(append(d.MigrationLockSQL(), d.SchemaCreateSQL()...), d.MigrationsTableCreateSQL(), d.MigrationsSelectSQL(),
+		d.MigrationsInsertSQL(1, "0001_init.sql", time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC))) {
 		fmt.Fprintf(&b, "-- migrate\n%s;\n-- args: %v\n\n", q.SQL, q.Args)
 	}
 	for _, m := range ms {
@@ -59,7 +60,7 @@ func TestMySQLMigrationsGolden(t *testing.T) {
 			fmt.Fprintf(&b, "-- %s #%02d\n%s;\n\n", m.Name, i, s)
 		}
 	}
-	for _, q := range d.MigrationUnlock() {
+	for _, q := range d.MigrationUnlockSQL() {
 		fmt.Fprintf(&b, "-- migrate\n%s;\n-- args: %v\n\n", q.SQL, q.Args)
 	}
 	golden.Check(t, "mysql_migrations.sql", b.String())
@@ -68,15 +69,23 @@ func TestMySQLMigrationsGolden(t *testing.T) {
 func TestMySQLFeatures(t *testing.T) {
 	t.Parallel()
 	d := newMySQL(t, oncebox.TablesConfig{})
-	f := d.Features()
-	require.Equal(t, dialects.PlaceholderQuestion, f.Placeholder)
-	require.False(t, f.Returning)
-	require.Equal(t, dialects.SkipLockedSelectThenUpdate, f.SkipLocked)
-	require.Equal(t, "BINARY(16)", f.IDType)
-	require.Equal(t, dialects.InsertIgnore, f.InsertIgnore)
-	require.Equal(t, 65535, f.MaxBindParams)
+	require.Equal(t, dialects.Features{ReadCommittedTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}, d.Features())
+	require.Equal(t, "?", mysql.Database.Placeholder(3))
 	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
-	require.Empty(t, d.SchemaCreate(), "no schema, nothing to create")
+	require.Empty(t, d.SchemaCreateSQL(), "no schema, nothing to create")
+
+	// oncetest's databases: made without IF NOT EXISTS (a test never takes
+	// one it did not make) and with the server's defaults, only when the
+	// dialect names one.
+	_, err := d.TestSchemaCreateSQL()
+	require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+	s := newMySQL(t, oncebox.TablesConfig{Schema: "svc"})
+	create, err := s.TestSchemaCreateSQL()
+	require.NoError(t, err)
+	require.Equal(t, "CREATE DATABASE svc", create.SQL)
+	drop, err := s.TestSchemaDropSQL()
+	require.NoError(t, err)
+	require.Equal(t, "DROP DATABASE IF EXISTS svc", drop.SQL)
 
 	id := oncebox.EventID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
 	enc := d.EncodeID(id)
@@ -90,7 +99,7 @@ func TestMySQLFeatures(t *testing.T) {
 		require.Equal(t, "mysql", got.Name())
 		require.Equal(t, "svc.outbox_events", got.Tables().Events)
 	}
-	_, err := mysql.New(oncebox.TablesConfig{Schema: "a.b"})
+	_, err = mysql.New(oncebox.TablesConfig{Schema: "a.b"})
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
 
 	// The inbox columns are VARBINARY(255): as wide as the longest key the
@@ -176,7 +185,7 @@ func TestMySQLRelayGolden(t *testing.T) {
 		{"TransferDLQToOutbox: DLQTransferSelect", d.DLQTransferSelect(1000)},
 		{"TransferDLQToOutbox: DLQTransferInsert", d.DLQTransferInsert(rec, at)},
 		{"TransferDLQToOutbox: DLQDeleteID (per row)", d.DLQDeleteID(id1)},
-		{"Backlog", d.Backlog()},
+		{"Backlog", d.BacklogSQL()},
 	}))
 
 	// A batch of MaxBatchSize failures fits in one statement.

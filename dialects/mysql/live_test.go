@@ -117,7 +117,7 @@ func TestMySQLMigrateTwiceAndConcurrently(t *testing.T) {
 
 	// The session lock was released: another connection takes it at once.
 	var free int
-	require.NoError(t, c.DB.QueryRowContext(ctx, "SELECT IS_FREE_LOCK(?)", c.Dialect.MigrationLock()[0].Args[0]).Scan(&free))
+	require.NoError(t, c.DB.QueryRowContext(ctx, "SELECT IS_FREE_LOCK(?)", c.Dialect.(*mysqldialect.Dialect).MigrationLockSQL()[0].Args[0]).Scan(&free))
 	require.Equal(t, 1, free)
 }
 
@@ -126,7 +126,7 @@ func TestMySQLMigrationLockTimeoutIsAnError(t *testing.T) {
 	tg := mysqlTarget(t)
 	ctx := context.Background()
 	e := tg.NewEmpty(t)
-	lock := e.Dialect.MigrationLock()
+	lock := e.Dialect.(*mysqldialect.Dialect).MigrationLockSQL()
 	require.Len(t, lock, 2)
 	// Another session holds the lock; this one gives up at once.
 	holder, err := e.DB.Conn(ctx)

@@ -55,14 +55,32 @@ func (d *Dialect) templateData() mysqlTemplateData {
 		DLQTable: d.tables.Prefix + "outbox_dlq_events"}
 }
 
-// MigrationLock implements Dialect with a named session lock: GET_LOCK
+// migrator returns the runner of the migration steps over this dialect's
+// statements.
+func (d *Dialect) migrator() sqlkit.Migrator {
+	return sqlkit.Migrator{
+		S: sqlkit.MigratorStatements{
+			Lock:             d.migrationLock,
+			Unlock:           d.migrationUnlock,
+			SchemaCreate:     d.schemaCreate,
+			TableCreate:      d.migrationsTableCreate,
+			Applied:          d.migrationsSelect,
+			Record:           d.migrationsInsert,
+			TestSchemaCreate: d.testSchemaCreate,
+			TestSchemaDrop:   d.testSchemaDrop,
+		},
+		Script: sqlkit.ScriptForm{Database: "MySQL/MariaDB", End: ";", Now: "UTC_TIMESTAMP(6)"},
+	}
+}
+
+// migrationLock is a named session lock: GET_LOCK
 // survives the implicit commits of DDL, which a row lock would not. GET_LOCK
 // returns 0 on timeout instead of failing, and Migrate runs the lock with
 // Exec, which drops results: the second statement turns "not taken" into an
 // error (a scalar subquery of two rows, error 1242 "Subquery returns more
 // than 1 row") so that a migration never runs without the lock. It is a
 // SELECT, not DO: MariaDB's DO does not run the subquery to its second row.
-func (d *Dialect) MigrationLock() []dialects.Query {
+func (d *Dialect) migrationLock() []dialects.Query {
 	return []dialects.Query{
 		{SQL: "SET @oncebox_migration_lock = GET_LOCK(?, ?)", Args: []any{d.lockName, mysqlLockTimeout}},
 		{SQL: "SELECT (SELECT 'oncebox: the migration lock is held by another migration' FROM (SELECT 1 AS n UNION ALL SELECT 2) AS t" +
@@ -70,23 +88,24 @@ func (d *Dialect) MigrationLock() []dialects.Query {
 	}
 }
 
-// SchemaCreate implements Dialect: the configured database, if any and
-// missing. It runs under the migration lock.
-func (d *Dialect) SchemaCreate() []dialects.Query {
+// schemaCreate creates the configured database, if any and missing. It
+// runs under the migration lock.
+func (d *Dialect) schemaCreate() []dialects.Query {
 	if d.schema == "" {
 		return nil
 	}
 	return []dialects.Query{{SQL: "CREATE DATABASE IF NOT EXISTS " + d.schema + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"}}
 }
 
-// MigrationUnlock implements Dialect: the session lock outlives the
-// transaction, so it is released explicitly.
-func (d *Dialect) MigrationUnlock() []dialects.Query {
+// migrationUnlock releases the session lock, which outlives the
+// transaction.
+func (d *Dialect) migrationUnlock() []dialects.Query {
 	return []dialects.Query{{SQL: "DO RELEASE_LOCK(?)", Args: []any{d.lockName}}}
 }
 
-// MigrationsTableCreate implements Dialect.
-func (d *Dialect) MigrationsTableCreate() dialects.Query {
+// migrationsTableCreate creates, if missing, the table of applied
+// migration versions.
+func (d *Dialect) migrationsTableCreate() dialects.Query {
 	return dialects.Query{SQL: "CREATE TABLE IF NOT EXISTS " + d.tables.Migrations + ` (
     version    INT          NOT NULL,
     name       VARCHAR(255) NOT NULL,
@@ -95,15 +114,35 @@ func (d *Dialect) MigrationsTableCreate() dialects.Query {
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`}
 }
 
-// MigrationsSelect implements Dialect.
-func (d *Dialect) MigrationsSelect() dialects.Query {
+// migrationsSelect selects the applied versions, one integer per row.
+func (d *Dialect) migrationsSelect() dialects.Query {
 	return dialects.Query{SQL: "SELECT version FROM " + d.tables.Migrations + " ORDER BY version"}
 }
 
-// MigrationsInsert implements Dialect.
-func (d *Dialect) MigrationsInsert(version int, name string, at time.Time) dialects.Query {
+// migrationsInsert records version as applied at the given time.
+func (d *Dialect) migrationsInsert(version int, name string, at time.Time) dialects.Query {
 	return dialects.Query{
 		SQL:  "INSERT INTO " + d.tables.Migrations + " (version, name, applied_at) VALUES (?, ?, ?)",
 		Args: []any{version, name, sqlkit.MicroUTC(at)},
 	}
+}
+
+// testSchemaCreate creates the configured database for a test, with the
+// server's default character set (a test's own tables there get the
+// defaults they would get elsewhere; oncebox's tables name theirs): without
+// IF NOT EXISTS, so that a test never takes, and at its end drops, a
+// database it did not make.
+func (d *Dialect) testSchemaCreate() (dialects.Query, error) {
+	if d.schema == "" {
+		return dialects.Query{}, sqlkit.ErrNoTestSchema
+	}
+	return dialects.Query{SQL: "CREATE DATABASE " + d.schema}, nil
+}
+
+// testSchemaDrop drops the configured database and everything in it.
+func (d *Dialect) testSchemaDrop() (dialects.Query, error) {
+	if d.schema == "" {
+		return dialects.Query{}, sqlkit.ErrNoTestSchema
+	}
+	return dialects.Query{SQL: "DROP DATABASE IF EXISTS " + d.schema}, nil
 }

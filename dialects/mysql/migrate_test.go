@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	mysqldialect "github.com/oncebox/watermill-oncebox/dialects/mysql"
 	"github.com/oncebox/watermill-oncebox/migrate"
 )
 
@@ -30,7 +31,7 @@ func TestMySQLFailedMigrationReleasesItsLock(t *testing.T) {
 	require.Error(t, err, "the applied versions cannot be read")
 	t.Logf("migration failed as arranged: %v", err)
 
-	name := e.Dialect.MigrationLock()[0].Args[0]
+	name := e.Dialect.(*mysqldialect.Dialect).MigrationLockSQL()[0].Args[0]
 	var free int
 	require.NoError(t, e.DB.QueryRowContext(ctx, "SELECT IS_FREE_LOCK(?)", name).Scan(&free))
 	require.Equal(t, 1, free, "the failed migration released %v", name)

@@ -41,6 +41,10 @@ type Dialect struct {
 
 	// DLQStore runs the DLQ store's statements (dlqstore.go).
 	sqlkit.DLQStore
+	// Migrator runs the migration steps (migrate.go).
+	sqlkit.Migrator
+	// Inspector reads the tables as a whole (inspect.go).
+	sqlkit.Inspector
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -76,6 +80,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
+	d.Migrator, d.Inspector = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -87,16 +92,7 @@ func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
 // Features implements Dialect.
 func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{
-		Placeholder:     dialects.PlaceholderColon,
-		Returning:       false,
-		SkipLocked:      dialects.SkipLockedRowidCursor,
-		IDType:          "RAW(16)",
-		InsertIgnore:    dialects.InsertMerge,
-		MaxInList:       oracleMaxInList,
-		MaxBindParams:   oracleMaxBindParams,
-		ReadCommittedTx: oracleTx.Options,
-	}
+	return dialects.Features{ReadCommittedTx: oracleTx.Options}
 }
 
 // EncodeID implements Dialect: the 16 bytes, which go-ora binds as RAW. A
@@ -155,4 +151,5 @@ var Database = dialects.Database{
 	DriverPackages: []string{"sijms/go-ora", "godror"},
 	URLSchemes:     []string{"oracle"},
 	IsTransient:    IsTransient,
+	Placeholder:    style{}.Placeholder,
 }

@@ -1,6 +1,8 @@
 package oracle_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -37,23 +39,20 @@ func TestOracleIsRegistered(t *testing.T) {
 func TestOracleFeatures(t *testing.T) {
 	t.Parallel()
 	d := newOracle(t, oncebox.TablesConfig{})
-	require.Equal(t, dialects.Features{
-		Placeholder:   dialects.PlaceholderColon,
-		Returning:     false,
-		SkipLocked:    dialects.SkipLockedRowidCursor,
-		IDType:        "RAW(16)",
-		InsertIgnore:  dialects.InsertMerge,
-		MaxInList:     1000,
-		MaxBindParams: 65535,
-	}, d.Features())
+	require.Equal(t, dialects.Features{}, d.Features(), "READ COMMITTED is the default, which go-ora refuses to set")
+	require.Equal(t, ":3", oracle.Database.Placeholder(3))
 	id := oncebox.EventID{0x01, 0x02, 0x0f}
 	require.Equal(t, id[:], d.EncodeID(id))
-	require.Empty(t, d.SchemaCreate(), "an Oracle schema is a user: never created")
-	require.Len(t, d.MigrationLock(), 1)
-	require.Contains(t, d.MigrationLock()[0].SQL, "DBMS_LOCK.REQUEST")
-	require.Contains(t, d.MigrationLock()[0].SQL, "FALSE", "release_on_commit FALSE: DDL commits")
-	require.Len(t, d.MigrationUnlock(), 1)
-	require.Contains(t, d.MigrationUnlock()[0].SQL, "DBMS_LOCK.RELEASE")
+	require.Empty(t, d.SchemaCreateSQL(), "an Oracle schema is a user: never created")
+	require.Len(t, d.MigrationLockSQL(), 1)
+	require.Contains(t, d.MigrationLockSQL()[0].SQL, "DBMS_LOCK.REQUEST")
+	require.Contains(t, d.MigrationLockSQL()[0].SQL, "FALSE", "release_on_commit FALSE: DDL commits")
+	require.Len(t, d.MigrationUnlockSQL(), 1)
+	require.Contains(t, d.MigrationUnlockSQL()[0].SQL, "DBMS_LOCK.RELEASE")
+	// No test schema: a schema is a user (registry: TestSchema false).
+	require.ErrorIs(t, d.CreateTestSchema(context.Background(), nil), errors.ErrUnsupported)
+	require.ErrorIs(t, d.DropTestSchema(context.Background(), nil), errors.ErrUnsupported)
+	require.False(t, oracle.Database.TestSchema)
 }
 
 func TestOracleMigrationsGolden(t *testing.T) {
@@ -132,11 +131,11 @@ func oracleStatements(d *oracle.Dialect) []golden.Query {
 	tr := dialects.EventRow{ID: id1, EventType: "order-created", Topic: "orders", Key: "k",
 		MessageUUID: "m1", Payload: []byte("p"), Metadata: `{"oncebox_event_id":"x"}`, CreatedAt: at.Add(-time.Hour)}
 	qs := []golden.Query{
-		{"MigrationLock", d.MigrationLock()[0]},
-		{"MigrationUnlock", d.MigrationUnlock()[0]},
-		{"MigrationsTableCreate", d.MigrationsTableCreate()},
-		{"MigrationsSelect", d.MigrationsSelect()},
-		{"MigrationsInsert", d.MigrationsInsert(1, "0001_init.sql", at)},
+		{"MigrationLock", d.MigrationLockSQL()[0]},
+		{"MigrationUnlock", d.MigrationUnlockSQL()[0]},
+		{"MigrationsTableCreate", d.MigrationsTableCreateSQL()},
+		{"MigrationsSelect", d.MigrationsSelectSQL()},
+		{"MigrationsInsert", d.MigrationsInsertSQL(1, "0001_init.sql", at)},
 		{"EventsInsert (one row)", d.EventsInsertSQL([]dialects.EventRow{{ID: id1, EventType: "a", Topic: "t", MessageUUID: "m", Metadata: "{}", CreatedAt: at}})},
 		{"EventsInsert (two rows)", d.EventsInsertSQL([]dialects.EventRow{
 			{ID: id1, EventType: "a", Topic: "t", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
@@ -174,7 +173,7 @@ func oracleStatements(d *oracle.Dialect) []golden.Query {
 		{"DLQUpsertConsumer (no event id, handler '')", d.DLQUpsertConsumerSQL(dialects.DLQRow{ID: id2, EventType: "order-created",
 			Topic: "orders", MessageUUID: "m1", Metadata: "{}", Error: "boom", FailedAt: at})},
 		{"DLQConsumerPayload (handler '')", d.DLQConsumerPayloadSQL(id1, "")},
-		{"Backlog", d.Backlog()},
+		{"Backlog", d.BacklogSQL()},
 	}
 	qs = append(qs, golden.DLQStoreQueries(d)...)
 	return append(qs, []golden.Query{

@@ -5,11 +5,17 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// Backlog implements Dialect: the shared UNION ALL of two GROUP BYs, each
-// with its FROM; a NULL of TIMESTAMP(6) for the DLQ's oldest.
-func (d *Dialect) Backlog() dialects.Query {
+// inspector returns the runner of the inspector's statements.
+func (d *Dialect) inspector() sqlkit.Inspector {
+	return sqlkit.Inspector{S: sqlkit.InspectorStatements{Backlog: d.backlog, EventsList: d.eventsList}}
+}
+
+// backlog counts the outbox and DLQ rows by group: the shared UNION ALL of
+// two GROUP BYs, each with its FROM; a NULL of TIMESTAMP(6) for the DLQ's
+// oldest.
+func (d *Dialect) backlog() dialects.Query {
 	return dialects.Query{SQL: sqlkit.BacklogSQL(d.tables, "CAST(NULL AS TIMESTAMP(6))")}
 }
 
-// EventsList implements Dialect.
-func (d *Dialect) EventsList() dialects.Query { return sqlkit.EventsList(d.tables) }
+// eventsList selects every row of the outbox table in id order.
+func (d *Dialect) eventsList() dialects.Query { return sqlkit.EventsList(d.tables) }

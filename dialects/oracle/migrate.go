@@ -3,6 +3,8 @@ package oracle
 import (
 	"context"
 	"embed"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -89,13 +91,33 @@ func splitOracleScript(script string) []string {
 // instance's migration.
 const oracleLockTimeout = 600
 
-// MigrationLock implements Dialect with a DBMS_LOCK user lock named after
+// migrator returns the runner of the migration steps over this dialect's
+// statements. A script ends each statement with a line holding "/", as
+// SQL*Plus, SQLcl and Flyway read PL/SQL blocks; the recording statement
+// wraps the time in SYS_EXTRACT_UTC.
+func (d *Dialect) migrator() sqlkit.Migrator {
+	return sqlkit.Migrator{
+		S: sqlkit.MigratorStatements{
+			Lock:             d.migrationLock,
+			Unlock:           d.migrationUnlock,
+			SchemaCreate:     d.schemaCreate,
+			TableCreate:      d.migrationsTableCreate,
+			Applied:          d.migrationsSelect,
+			Record:           d.migrationsInsert,
+			TestSchemaCreate: d.testSchema,
+			TestSchemaDrop:   d.testSchema,
+		},
+		Script: sqlkit.ScriptForm{Database: "Oracle", End: "\n/", Now: "SYSTIMESTAMP"},
+	}
+}
+
+// migrationLock is a DBMS_LOCK user lock named after
 // the migrations table, requested exclusive with release_on_commit FALSE:
 // Oracle commits at every DDL statement, so a lock released by commit would
 // be gone after the first CREATE. The lock is held by the session until
-// MigrationUnlock. The user needs EXECUTE ON SYS.DBMS_LOCK (granted by a
+// migrationUnlock. The user needs EXECUTE ON SYS.DBMS_LOCK (granted by a
 // DBA). ALLOCATE_UNIQUE commits, which is harmless as the first statement.
-func (d *Dialect) MigrationLock() []dialects.Query {
+func (d *Dialect) migrationLock() []dialects.Query {
 	return []dialects.Query{{SQL: `DECLARE
   h VARCHAR2(128);
   r INTEGER;
@@ -108,13 +130,13 @@ BEGIN
 END;`}}
 }
 
-// SchemaCreate implements Dialect: nothing. An Oracle schema is a user, and
-// creating users needs DBA rights: the configured schema must exist.
-func (d *Dialect) SchemaCreate() []dialects.Query { return nil }
+// schemaCreate is nothing. An Oracle schema is a user, and creating users
+// needs DBA rights: the configured schema must exist.
+func (d *Dialect) schemaCreate() []dialects.Query { return nil }
 
-// MigrationUnlock implements Dialect: release the DBMS_LOCK lock (result 4,
-// not held, is ignored).
-func (d *Dialect) MigrationUnlock() []dialects.Query {
+// migrationUnlock releases the DBMS_LOCK lock (result 4, not held, is
+// ignored).
+func (d *Dialect) migrationUnlock() []dialects.Query {
 	return []dialects.Query{{SQL: `DECLARE
   h VARCHAR2(128);
   r INTEGER;
@@ -127,9 +149,9 @@ BEGIN
 END;`}}
 }
 
-// MigrationsTableCreate implements Dialect: CREATE TABLE, ignoring
-// ORA-00955 when it exists (no IF NOT EXISTS before 23c).
-func (d *Dialect) MigrationsTableCreate() dialects.Query {
+// migrationsTableCreate creates the table of applied migration versions,
+// ignoring ORA-00955 when it exists (no IF NOT EXISTS before 23c).
+func (d *Dialect) migrationsTableCreate() dialects.Query {
 	return dialects.Query{SQL: `BEGIN
   EXECUTE IMMEDIATE q'[CREATE TABLE ` + d.tables.Migrations + ` (
     version    NUMBER(10)         PRIMARY KEY,
@@ -142,14 +164,22 @@ EXCEPTION
 END;`}
 }
 
-// MigrationsSelect implements Dialect.
-func (d *Dialect) MigrationsSelect() dialects.Query {
+// migrationsSelect selects the applied versions, one integer per row.
+func (d *Dialect) migrationsSelect() dialects.Query {
 	return dialects.Query{SQL: "SELECT version FROM " + d.tables.Migrations + " ORDER BY version"}
 }
 
-// MigrationsInsert implements Dialect.
-func (d *Dialect) MigrationsInsert(version int, name string, at time.Time) dialects.Query {
+// migrationsInsert records version as applied at the given time.
+func (d *Dialect) migrationsInsert(version int, name string, at time.Time) dialects.Query {
 	var b binder
 	return b.Query("INSERT INTO " + d.tables.Migrations + " (version, name, applied_at) VALUES (" +
 		b.P(version) + ", " + b.P(name) + ", " + b.T(at) + ")")
 }
+
+// errNoTestSchema is the error of a test schema on Oracle.
+var errNoTestSchema = fmt.Errorf("%w: oracle: a schema is a user, which oncebox does not create: "+
+	"give a test's tables a prefix of their own (TablesConfig.Prefix) instead", errors.ErrUnsupported)
+
+// testSchema stands for the statements of a test schema, which Oracle has
+// not: creating a user needs DBA rights (Database.TestSchema is false).
+func (d *Dialect) testSchema() (dialects.Query, error) { return dialects.Query{}, errNoTestSchema }

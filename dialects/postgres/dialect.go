@@ -25,6 +25,10 @@ type Dialect struct {
 
 	// DLQStore runs the DLQ store's statements (dlqstore.go).
 	sqlkit.DLQStore
+	// Migrator runs the migration steps (migrate.go).
+	sqlkit.Migrator
+	// Inspector reads the tables as a whole (inspect.go).
+	sqlkit.Inspector
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -59,6 +63,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
+	d.Migrator, d.Inspector = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -70,15 +75,7 @@ func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
 // Features implements Dialect.
 func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{
-		Placeholder:     dialects.PlaceholderDollar,
-		Returning:       true,
-		SkipLocked:      dialects.SkipLockedCTE,
-		IDType:          "uuid",
-		InsertIgnore:    dialects.InsertOnConflictDoNothing,
-		MaxBindParams:   postgresMaxBindParams,
-		ReadCommittedTx: sqlkit.ReadCommitted,
-	}
+	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
 }
 
 // EncodeID implements Dialect: the canonical text form, which both pgx and
@@ -93,4 +90,5 @@ var Database = dialects.Database{
 	URLSchemes:     []string{"postgres", "postgresql"},
 	IsTransient:    IsTransient,
 	TestSchema:     true,
+	Placeholder:    style{}.Placeholder,
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -98,15 +99,24 @@ func TestPostgreSQLFeatures(t *testing.T) {
 	t.Parallel()
 	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	f := d.Features()
-	require.Equal(t, dialects.PlaceholderDollar, f.Placeholder)
-	require.True(t, f.Returning)
-	require.Equal(t, dialects.SkipLockedCTE, f.SkipLocked)
-	require.Equal(t, "uuid", f.IDType)
-	require.Equal(t, dialects.InsertOnConflictDoNothing, f.InsertIgnore)
-	require.Len(t, d.MigrationLock(), 1)
-	require.Contains(t, d.MigrationLock()[0].SQL, "pg_advisory_xact_lock")
-	require.Empty(t, d.MigrationUnlock(), "the transaction-level lock goes with the commit")
+	require.Equal(t, dialects.Features{ReadCommittedTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}, d.Features())
+	require.Equal(t, "$3", postgres.Database.Placeholder(3))
+	require.Len(t, d.MigrationLockSQL(), 1)
+	require.Contains(t, d.MigrationLockSQL()[0].SQL, "pg_advisory_xact_lock")
+	require.Empty(t, d.MigrationUnlockSQL(), "the transaction-level lock goes with the commit")
+
+	// oncetest's schemas: made without IF NOT EXISTS (a test never takes
+	// one it did not make), and only when the dialect names one.
+	_, err = d.TestSchemaCreateSQL()
+	require.ErrorIs(t, err, oncebox.ErrInvalidInput)
+	s, err := postgres.New(oncebox.TablesConfig{Schema: "svc"})
+	require.NoError(t, err)
+	create, err := s.TestSchemaCreateSQL()
+	require.NoError(t, err)
+	require.Equal(t, "CREATE SCHEMA svc", create.SQL)
+	drop, err := s.TestSchemaDropSQL()
+	require.NoError(t, err)
+	require.Equal(t, "DROP SCHEMA IF EXISTS svc CASCADE", drop.SQL)
 }
 
 func TestPostgreSQLDLQGolden(t *testing.T) {

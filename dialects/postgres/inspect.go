@@ -5,10 +5,16 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// EventsList implements Dialect.
-func (d *Dialect) EventsList() dialects.Query { return sqlkit.EventsList(d.tables) }
+// inspector returns the runner of the inspector's statements.
+func (d *Dialect) inspector() sqlkit.Inspector {
+	return sqlkit.Inspector{S: sqlkit.InspectorStatements{Backlog: d.backlog, EventsList: d.eventsList}}
+}
 
-// Backlog implements Dialect.
-func (d *Dialect) Backlog() dialects.Query {
+// eventsList selects every row of the outbox table in id order.
+func (d *Dialect) eventsList() dialects.Query { return sqlkit.EventsList(d.tables) }
+
+// backlog counts the outbox and DLQ rows by group: the shared UNION ALL,
+// with a NULL of timestamptz for the DLQ's oldest.
+func (d *Dialect) backlog() dialects.Query {
 	return dialects.Query{SQL: sqlkit.BacklogSQL(d.tables, "NULL::timestamptz")}
 }

@@ -4,8 +4,8 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// eventsList is the statement of EventsList, the same text on the three
-// databases: every row of the table in id order, which is publish order for
+// EventsList is the statement of Inspector.EventsList, the same text on
+// every database: every row of the table in id order, which is publish order for
 // the events of one process (UUIDv7). A full scan of the primary key: it is
 // meant for tests and tools over small tables, never for the relay.
 func EventsList(t dialects.Tables) dialects.Query {
