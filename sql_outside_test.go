@@ -38,8 +38,6 @@ var sqlAllowed = []struct{ path, match, why string }{
 		"test support (imported by tests only): makes and drops each test's schema, database or table prefix on the live servers"},
 	{"internal/pgtest/", "",
 		"test support (imported by tests only): makes and drops each PostgreSQL test's schema and counts its rows"},
-	{"poller/listen_pgx.go", "LISTEN ",
-		"the relay's listener runs LISTEN on a pgx connection of its own, held for the session (LISTEN is session state): a connection, not a statement of the tables"},
 }
 
 // sqlStatement matches the start of a statement: a string literal, or a

@@ -1,7 +1,6 @@
 package dialects
 
 import (
-	"database/sql"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -39,9 +38,6 @@ type Migration struct {
 type Dialect interface {
 	// Name is "postgres", "mysql" or "oracle".
 	Name() string
-	// Features tells what a caller needs to know of the database beyond
-	// the methods.
-	Features() Features
 	// Tables returns the qualified names of the oncebox tables.
 	Tables() Tables
 	// EncodeID converts an event id to the argument the id column takes
@@ -120,16 +116,6 @@ type EventRow struct {
 	Payload     []byte
 	Metadata    string // a JSON object of string values
 	CreatedAt   time.Time
-}
-
-// Features describes what a caller of the dialect needs to know of the
-// database beyond the dialect's methods.
-type Features struct {
-	// ReadCommittedTx are the options that begin a READ COMMITTED
-	// transaction: an explicit level, or nil on Oracle, where it is the
-	// default and go-ora (v2.8.24) refuses an explicit one. The inbox
-	// (package middleware) begins its transactions with them.
-	ReadCommittedTx *sql.TxOptions
 }
 
 // NotifyChannel returns the PostgreSQL notification channel of the tables t:

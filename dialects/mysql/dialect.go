@@ -24,22 +24,19 @@ const mysqlMaxIDsPerStatement = 10_000
 // go-sql-driver/mysql must set parseTime=true and loc=UTC: times are
 // DATETIME(6) columns holding UTC. See docs/mysql.md.
 type Dialect struct {
-	sqlkit.Outbox
-	sqlkit.Inbox
-	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
-	// write in a READ COMMITTED transaction of its own (relayTx).
-	sqlkit.Relay
-
 	schema   string
 	tables   dialects.Tables
 	lockName string
 
-	// DLQStore runs the DLQ store's statements (dlqstore.go).
-	sqlkit.DLQStore
-	// Migrator runs the migration steps (migrate.go).
-	sqlkit.Migrator
-	// Inspector reads the tables as a whole (inspect.go).
-	sqlkit.Inspector
+	// The runners of the roles (dialects/internal/sqlkit), each with this
+	// database's statement builders, set by New. Embedded under unexported
+	// names: their methods are the dialect's, their builders stay here.
+	outboxRunner
+	inboxRunner
+	relayRunner
+	dlqStoreRunner
+	migratorRunner
+	inspectorRunner
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -58,17 +55,17 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	// GET_LOCK names are at most 64 characters and server-wide.
 	name := fmt.Sprintf("oncebox-migrate-%016x", h.Sum64())
 	d := &Dialect{schema: cfg.Schema, tables: t, lockName: name}
-	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.dlqStoreRunner = sqlkit.DLQStore{S: d.dlqStatements()}
 	// No NotifyStatements: MySQL and MariaDB have no notification on
 	// commit, so the relay polls only.
-	d.Outbox = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true}}
-	d.Inbox = sqlkit.Inbox{
+	d.outboxRunner = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true}}
+	d.inboxRunner = sqlkit.Inbox{
 		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
 			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
-		CleanUpTx: &relayTx,
+		Single:    relayTx.Exec,
 		TxOptions: sqlkit.ReadCommitted,
 	}
-	d.Relay = sqlkit.Relay{Single: relayTx.Exec, S: sqlkit.RelayStatements{
+	d.relayRunner = sqlkit.Relay{Single: relayTx.Exec, S: sqlkit.RelayStatements{
 		DueTypes:              d.eventsDueTypes,
 		MarkFailed:            d.eventsMarkFailed,
 		Release:               d.eventsRelease,
@@ -79,7 +76,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
-	d.Migrator, d.Inspector = d.migrator(), d.inspector()
+	d.migratorRunner, d.inspectorRunner = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -88,11 +85,6 @@ func (d *Dialect) Name() string { return "mysql" }
 
 // Tables implements Dialect.
 func (d *Dialect) Tables() dialects.Tables { return d.tables }
-
-// Features implements Dialect.
-func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
-}
 
 // EncodeID implements Dialect: the 16 bytes of the UUIDv7, so that the
 // BINARY(16) primary key keeps time order.
@@ -124,6 +116,16 @@ func inList(n int) string {
 // only, it is safe to put into SQL text; statements that list many ids per
 // row use it to stay under the bind parameter limit.
 func hexID(id oncebox.EventID) string { return "X'" + hex.EncodeToString(id[:]) + "'" }
+
+// The runners' types, under the names the struct embeds them by.
+type (
+	outboxRunner    = sqlkit.Outbox
+	inboxRunner     = sqlkit.Inbox
+	relayRunner     = sqlkit.Relay
+	dlqStoreRunner  = sqlkit.DLQStore
+	migratorRunner  = sqlkit.Migrator
+	inspectorRunner = sqlkit.Inspector
+)
 
 // Database is MySQL and MariaDB as the registry lists them.
 var Database = dialects.Database{

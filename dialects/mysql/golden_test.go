@@ -69,7 +69,7 @@ func TestMySQLMigrationsGolden(t *testing.T) {
 func TestMySQLFeatures(t *testing.T) {
 	t.Parallel()
 	d := newMySQL(t, oncebox.TablesConfig{})
-	require.Equal(t, dialects.Features{ReadCommittedTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}, d.Features())
+	require.Equal(t, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, d.InboxTxOptions())
 	require.Equal(t, "?", mysql.Database.Placeholder(3))
 	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
 	require.Empty(t, d.SchemaCreateSQL(), "no schema, nothing to create")

@@ -29,22 +29,19 @@ const oracleEmpty = " "
 // documentation and has not been run against a server in this repository's
 // CI unless ORACLE_DSN is set: see docs/oracle.md.
 type Dialect struct {
-	sqlkit.Outbox
-	sqlkit.Inbox
-	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
-	// write in a transaction of its own (oracleTx).
-	sqlkit.Relay
-
 	tables   dialects.Tables
 	schema   string
 	lockName string
 
-	// DLQStore runs the DLQ store's statements (dlqstore.go).
-	sqlkit.DLQStore
-	// Migrator runs the migration steps (migrate.go).
-	sqlkit.Migrator
-	// Inspector reads the tables as a whole (inspect.go).
-	sqlkit.Inspector
+	// The runners of the roles (dialects/internal/sqlkit), each with this
+	// database's statement builders, set by New. Embedded under unexported
+	// names: their methods are the dialect's, their builders stay here.
+	outboxRunner
+	inboxRunner
+	relayRunner
+	dlqStoreRunner
+	migratorRunner
+	inspectorRunner
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -57,19 +54,19 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		return nil, err
 	}
 	d := &Dialect{tables: t, schema: cfg.Schema, lockName: oracleLockName(t.Migrations)}
-	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.dlqStoreRunner = sqlkit.DLQStore{S: d.dlqStatements()}
 	// No NotifyStatements: Oracle's notifications (DBMS_ALERT, AQ) need
 	// grants and objects the schema does not have, so the relay polls
 	// only. No RELEASE SAVEPOINT either: a savepoint lasts until its
 	// transaction ends.
-	d.Outbox = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert()}}
-	d.Inbox = sqlkit.Inbox{
+	d.outboxRunner = sqlkit.Outbox{S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert()}}
+	d.inboxRunner = sqlkit.Inbox{
 		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
 			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
-		CleanUpTx: &oracleTx,
+		Single:    oracleTx.Exec,
 		TxOptions: oracleTx.Options,
 	}
-	d.Relay = sqlkit.Relay{Single: oracleTx.Exec, S: sqlkit.RelayStatements{
+	d.relayRunner = sqlkit.Relay{Single: oracleTx.Exec, S: sqlkit.RelayStatements{
 		DueTypes:              d.eventsDueTypes,
 		MarkFailed:            d.eventsMarkFailed,
 		Release:               d.eventsRelease,
@@ -80,7 +77,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
-	d.Migrator, d.Inspector = d.migrator(), d.inspector()
+	d.migratorRunner, d.inspectorRunner = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -89,11 +86,6 @@ func (d *Dialect) Name() string { return "oracle" }
 
 // Tables implements Dialect.
 func (d *Dialect) Tables() dialects.Tables { return d.tables }
-
-// Features implements Dialect.
-func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{ReadCommittedTx: oracleTx.Options}
-}
 
 // EncodeID implements Dialect: the 16 bytes, which go-ora binds as RAW. A
 // UUIDv7's bytes sort in time order.
@@ -143,6 +135,16 @@ func idIn(b *binder, col string, ids []oncebox.EventID, d *Dialect) string {
 	}
 	return b.In(col, vals)
 }
+
+// The runners' types, under the names the struct embeds them by.
+type (
+	outboxRunner    = sqlkit.Outbox
+	inboxRunner     = sqlkit.Inbox
+	relayRunner     = sqlkit.Relay
+	dlqStoreRunner  = sqlkit.DLQStore
+	migratorRunner  = sqlkit.Migrator
+	inspectorRunner = sqlkit.Inspector
+)
 
 // Database is Oracle as the registry lists it.
 var Database = dialects.Database{

@@ -39,7 +39,7 @@ func TestOracleIsRegistered(t *testing.T) {
 func TestOracleFeatures(t *testing.T) {
 	t.Parallel()
 	d := newOracle(t, oncebox.TablesConfig{})
-	require.Equal(t, dialects.Features{}, d.Features(), "READ COMMITTED is the default, which go-ora refuses to set")
+	require.Nil(t, d.InboxTxOptions(), "READ COMMITTED is the default, which go-ora refuses to set")
 	require.Equal(t, ":3", oracle.Database.Placeholder(3))
 	id := oncebox.EventID{0x01, 0x02, 0x0f}
 	require.Equal(t, id[:], d.EncodeID(id))

@@ -12,23 +12,20 @@ const postgresMaxBindParams = 65535
 
 // PostgreSQL is the dialect of PostgreSQL 12 and later (tested on 15).
 type Dialect struct {
-	sqlkit.Outbox
-	sqlkit.Inbox
-	// Relay runs the relay's one-statement methods (sqlkit.Relay), each
-	// write on its own: PostgreSQL's default isolation is READ COMMITTED.
-	sqlkit.Relay
-
 	schema  string
 	tables  dialects.Tables
 	lockKey int64
 	insert1 string
 
-	// DLQStore runs the DLQ store's statements (dlqstore.go).
-	sqlkit.DLQStore
-	// Migrator runs the migration steps (migrate.go).
-	sqlkit.Migrator
-	// Inspector reads the tables as a whole (inspect.go).
-	sqlkit.Inspector
+	// The runners of the roles (dialects/internal/sqlkit), each with this
+	// database's statement builders, set by New. Embedded under unexported
+	// names: their methods are the dialect's, their builders stay here.
+	outboxRunner
+	inboxRunner
+	relayRunner
+	dlqStoreRunner
+	migratorRunner
+	inspectorRunner
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -42,17 +39,18 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	}
 	d := &Dialect{schema: cfg.Schema, tables: t, lockKey: sqlkit.AdvisoryKey(t.Migrations)}
 	d.insert1 = d.eventsInsertSQL(1)
-	d.DLQStore = sqlkit.DLQStore{S: d.dlqStatements()}
-	d.Outbox = sqlkit.Outbox{
+	d.dlqStoreRunner = sqlkit.DLQStore{S: d.dlqStatements()}
+	d.outboxRunner = sqlkit.Outbox{
 		S: sqlkit.OutboxStatements{Insert: d.eventsInsert, MaxRows: d.maxRowsPerInsert(), ReleaseSavepoint: true},
 		N: &sqlkit.NotifyStatements{Notify: d.notify, QueueUsage: d.notifyQueueUsage, Listen: d.listen},
 	}
-	d.Inbox = sqlkit.Inbox{
+	d.inboxRunner = sqlkit.Inbox{
 		S: sqlkit.InboxStatements{Insert: d.inboxInsert, DeleteBefore: d.inboxDeleteBefore,
 			PoisonUpsert: d.dlqUpsertConsumer, PoisonPayload: d.dlqConsumerPayload},
+		Single:    sqlkit.Autocommit,
 		TxOptions: sqlkit.ReadCommitted,
 	}
-	d.Relay = sqlkit.Relay{Single: sqlkit.Autocommit, S: sqlkit.RelayStatements{
+	d.relayRunner = sqlkit.Relay{Single: sqlkit.Autocommit, S: sqlkit.RelayStatements{
 		DueTypes:              d.eventsDueTypes,
 		MarkFailed:            d.eventsMarkFailed,
 		Release:               d.eventsRelease,
@@ -63,7 +61,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
-	d.Migrator, d.Inspector = d.migrator(), d.inspector()
+	d.migratorRunner, d.inspectorRunner = d.migrator(), d.inspector()
 	return d, nil
 }
 
@@ -73,14 +71,19 @@ func (d *Dialect) Name() string { return "postgres" }
 // Tables implements Dialect.
 func (d *Dialect) Tables() dialects.Tables { return d.tables }
 
-// Features implements Dialect.
-func (d *Dialect) Features() dialects.Features {
-	return dialects.Features{ReadCommittedTx: sqlkit.ReadCommitted}
-}
-
 // EncodeID implements Dialect: the canonical text form, which both pgx and
 // database/sql drivers send as a uuid.
 func (d *Dialect) EncodeID(id oncebox.EventID) any { return id.String() }
+
+// The runners' types, under the names the struct embeds them by.
+type (
+	outboxRunner    = sqlkit.Outbox
+	inboxRunner     = sqlkit.Inbox
+	relayRunner     = sqlkit.Relay
+	dlqStoreRunner  = sqlkit.DLQStore
+	migratorRunner  = sqlkit.Migrator
+	inspectorRunner = sqlkit.Inspector
+)
 
 // Database is PostgreSQL as the registry lists it.
 var Database = dialects.Database{

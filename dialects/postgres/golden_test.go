@@ -99,7 +99,7 @@ func TestPostgreSQLFeatures(t *testing.T) {
 	t.Parallel()
 	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	require.Equal(t, dialects.Features{ReadCommittedTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}, d.Features())
+	require.Equal(t, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, d.InboxTxOptions())
 	require.Equal(t, "$3", postgres.Database.Placeholder(3))
 	require.Len(t, d.MigrationLockSQL(), 1)
 	require.Contains(t, d.MigrationLockSQL()[0].SQL, "pg_advisory_xact_lock")

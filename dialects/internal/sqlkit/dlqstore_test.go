@@ -3,7 +3,6 @@ package sqlkit_test
 import (
 	"bytes"
 	"context"
-	"reflect"
 	"testing"
 	"time"
 
@@ -13,37 +12,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
-	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
-
-// TestDLQStoreHasEveryBuilder: every database embeds the DLQ store's runner
-// with each of its builders set, so that a missing one fails here rather
-// than as a nil call in a user's DLQ store.
-func TestDLQStoreHasEveryBuilder(t *testing.T) {
-	t.Parallel()
-	runner := reflect.TypeFor[sqlkit.DLQStore]()
-	for _, db := range registry.All() {
-		d, err := db.New(oncebox.TablesConfig{})
-		require.NoError(t, err, db.Name)
-		v := reflect.ValueOf(d)
-		require.Equal(t, reflect.Pointer, v.Kind(), "%s: the dialect is a pointer to a struct", db.Name)
-		v = v.Elem()
-		var found bool
-		for i := range v.NumField() {
-			if v.Type().Field(i).Type != runner {
-				continue
-			}
-			found = true
-			s := v.Field(i).FieldByName("S")
-			for j := range s.NumField() {
-				if s.Field(j).Kind() == reflect.Func {
-					require.False(t, s.Field(j).IsNil(), "%s: DLQStatements.%s is nil", db.Name, s.Type().Field(j).Name)
-				}
-			}
-		}
-		require.True(t, found, "%s: the dialect does not embed sqlkit.DLQStore", db.Name)
-	}
-}
 
 // fakeExecutor answers every statement without a database: a query with one
 // row, which row fills (none when row is nil), an exec with the count

@@ -33,11 +33,9 @@ type InboxStatements struct {
 // database writes itself, for every database that embeds it.
 type Inbox struct {
 	S InboxStatements
-	// CleanUpTx runs the clean-up's delete in a transaction of its own at
-	// the relay's isolation; nil runs the statement alone on the pool,
-	// where it is its own transaction at the server's default (PostgreSQL,
-	// whose default is READ COMMITTED).
-	CleanUpTx *Tx
+	// Single runs the clean-up's delete on its own, at the relay's
+	// isolation: the database's Relay.Single.
+	Single func(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error)
 	// TxOptions begin the inbox's transactions (InboxTxOptions).
 	TxOptions *sql.TxOptions
 }
@@ -49,19 +47,9 @@ func (r Inbox) InboxRecord(ctx context.Context, tx wsql.ContextExecutor, consume
 }
 
 // InboxDeleteBefore implements dialects.Inbox with the one statement of
-// DeleteBefore, in CleanUpTx.
+// DeleteBefore, run by Single.
 func (r Inbox) InboxDeleteBefore(ctx context.Context, db wsql.Beginner, cutoff time.Time, limit int) (int64, error) {
-	q := r.S.DeleteBefore(cutoff, limit)
-	if r.CleanUpTx == nil {
-		return ExecAffected(ctx, db, q)
-	}
-	var n int64
-	err := r.CleanUpTx.Run(ctx, db, func(tx wsql.Tx) error {
-		var err error
-		n, err = ExecAffected(ctx, tx, q)
-		return err
-	})
-	return n, err
+	return r.Single(ctx, db, r.S.DeleteBefore(cutoff, limit))
 }
 
 // InboxTxOptions implements dialects.Inbox.

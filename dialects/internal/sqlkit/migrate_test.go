@@ -1,16 +1,13 @@
 package sqlkit_test
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
-	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
 // fakeStatements are a database's migration statements with $n
@@ -59,47 +56,4 @@ func TestMigrationScriptIsTheBootstrapTheMigrationAndTheRecord(t *testing.T) {
 	r := sqlkit.Migrator{S: fakeStatements("INSERT INTO m VALUES ($1, $2, $3, $4)")}
 	_, err := r.MigrationScript(m)
 	require.ErrorContains(t, err, "parameter 4 has no value")
-}
-
-// TestEveryRunnerHasEveryStatement builds each registered database's
-// dialect and checks that every function field of the sqlkit runners it
-// embeds is set: a builder left out must fail here, not at a user's first
-// call.
-func TestEveryRunnerHasEveryStatement(t *testing.T) {
-	t.Parallel()
-	for _, db := range registry.All() {
-		d, err := db.New(oncebox.TablesConfig{Schema: "svc"})
-		require.NoError(t, err)
-		v := reflect.ValueOf(d).Elem()
-		runners := 0
-		for i := range v.NumField() {
-			f := v.Type().Field(i)
-			if !f.Anonymous || f.Type.PkgPath() != reflect.TypeFor[sqlkit.Migrator]().PkgPath() {
-				continue
-			}
-			runners++
-			for _, missing := range nilFuncs(v.Field(i), f.Name) {
-				t.Errorf("%s: %s is not set", db.Name, missing)
-			}
-		}
-		require.Positive(t, runners, "%s embeds no runner of sqlkit", db.Name)
-	}
-}
-
-// nilFuncs returns the paths of the nil function fields of v, a struct,
-// looking into its struct fields.
-func nilFuncs(v reflect.Value, path string) []string {
-	var out []string
-	for i := range v.NumField() {
-		f, name := v.Field(i), path+"."+v.Type().Field(i).Name
-		switch f.Kind() {
-		case reflect.Func:
-			if f.IsNil() {
-				out = append(out, name)
-			}
-		case reflect.Struct:
-			out = append(out, nilFuncs(f, name)...)
-		}
-	}
-	return out
 }

@@ -2,7 +2,6 @@ package sqlkit
 
 import (
 	"context"
-	"reflect"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -122,42 +121,4 @@ func (r Relay) EndInstance(ctx context.Context, db wsql.Beginner, instance strin
 // DeleteInstancesBefore implements dialects.Relay.
 func (r Relay) DeleteInstancesBefore(ctx context.Context, db wsql.Beginner, cutoff time.Time) (int64, error) {
 	return r.Single(ctx, db, r.S.InstancesDeleteBefore(cutoff))
-}
-
-// NilFuncs returns the path of every function field of v, a runner (a
-// struct, or a pointer to one) or a struct of builders, that is nil,
-// looking into nested structs: a runner whose database left a builder
-// unset fails a test with it, never a user.
-func NilFuncs(v any) []string {
-	var out []string
-	var walk func(prefix string, rv reflect.Value)
-	walk = func(prefix string, rv reflect.Value) {
-		for rv.Kind() == reflect.Pointer {
-			if rv.IsNil() {
-				out = append(out, prefix)
-				return
-			}
-			rv = rv.Elem()
-		}
-		switch rv.Kind() {
-		case reflect.Func:
-			if rv.IsNil() {
-				out = append(out, prefix)
-			}
-		case reflect.Struct:
-			for i := range rv.NumField() {
-				name := rv.Type().Field(i).Name
-				if prefix != "" {
-					name = prefix + "." + name
-				}
-				walk(name, rv.Field(i))
-			}
-		}
-	}
-	rv := reflect.ValueOf(v)
-	if !rv.IsValid() {
-		return []string{"<nil>"}
-	}
-	walk("", rv)
-	return out
 }

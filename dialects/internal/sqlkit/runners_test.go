@@ -2,7 +2,6 @@ package sqlkit_test
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,55 +11,72 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
 )
 
-// runners are the sqlkit runners whose builders every database must set,
-// by the name of the field each database's Dialect embeds them as.
-var runners = map[string]reflect.Type{
-	"Inbox":  reflect.TypeFor[sqlkit.Inbox](),
-	"Outbox": reflect.TypeFor[sqlkit.Outbox](),
-}
-
-// TestRunnersHaveEveryBuilder fails when a database leaves a builder of a
-// runner nil (the user would get a nil-function panic instead), or a
-// statement size at zero. Optional builders are nil pointers to their
-// Statements (Outbox.N where the database cannot notify); where set, every
-// builder in them is checked too.
-func TestRunnersHaveEveryBuilder(t *testing.T) {
+// TestEveryRunnerHasEveryBuilder builds each registered database's dialect
+// and checks every sqlkit runner it embeds: each function field set (a
+// builder left out must fail here, not as a nil call at a user's first
+// use), and each runner of the roles there. An optional part is a nil
+// pointer (Outbox.N where the database cannot notify); where set, it is
+// checked too.
+func TestEveryRunnerHasEveryBuilder(t *testing.T) {
 	t.Parallel()
+	want := []reflect.Type{
+		reflect.TypeFor[sqlkit.Outbox](), reflect.TypeFor[sqlkit.Inbox](), reflect.TypeFor[sqlkit.Relay](),
+		reflect.TypeFor[sqlkit.DLQStore](), reflect.TypeFor[sqlkit.Migrator](), reflect.TypeFor[sqlkit.Inspector](),
+	}
 	for _, db := range registry.All() {
-		d, err := db.New(oncebox.TablesConfig{})
-		require.NoError(t, err)
-		v := reflect.ValueOf(d).Elem()
-		for name, typ := range runners {
-			f := v.FieldByName(name)
-			require.True(t, f.IsValid(), "%s: Dialect embeds no %s", db.Name, name)
-			require.Equal(t, typ, f.Type(), "%s: Dialect.%s", db.Name, name)
-			checked := 0
-			for i := range f.NumField() {
-				s, sname := f.Field(i), db.Name+"."+name+"."+f.Type().Field(i).Name
-				if s.Kind() == reflect.Pointer && !s.IsNil() {
-					s = s.Elem()
-				}
-				if s.Kind() == reflect.Struct && strings.HasSuffix(s.Type().Name(), "Statements") {
-					requireBuilders(t, sname, s)
-					checked++
-				}
+		d, err := db.New(oncebox.TablesConfig{Schema: "svc"})
+		require.NoError(t, err, db.Name)
+		v := reflect.ValueOf(d)
+		require.Equal(t, reflect.Pointer, v.Kind(), "%s: the dialect is a pointer to a struct", db.Name)
+		v = v.Elem()
+		var found []reflect.Type
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.Anonymous || f.Type.PkgPath() != reflect.TypeFor[sqlkit.Relay]().PkgPath() {
+				continue
 			}
-			require.Positive(t, checked, "%s.%s: no Statements", db.Name, name)
+			found = append(found, f.Type)
+			require.Empty(t, nilFuncs(v.Field(i), f.Type.Name()), "%s: unset builders", db.Name)
+			if f.Type == reflect.TypeFor[sqlkit.Outbox]() {
+				require.Positive(t, v.Field(i).FieldByName("S").FieldByName("MaxRows").Int(), "%s: Outbox.S.MaxRows", db.Name)
+			}
 		}
+		require.ElementsMatch(t, want, found, "%s: the runners its Dialect embeds", db.Name)
 	}
 }
 
-// requireBuilders checks that every function field of the Statements v is
-// set and every int field positive.
-func requireBuilders(t *testing.T, path string, v reflect.Value) {
-	t.Helper()
-	for i := range v.NumField() {
-		f, name := v.Field(i), path+"."+v.Type().Field(i).Name
-		switch f.Kind() {
-		case reflect.Func:
-			require.False(t, f.IsNil(), "%s is nil", name)
-		case reflect.Int:
-			require.Positive(t, f.Int(), "%s", name)
+// TestNilFuncsFindsAnUnsetBuilder checks the check: a runner with one
+// builder left out is reported by its path.
+func TestNilFuncsFindsAnUnsetBuilder(t *testing.T) {
+	t.Parallel()
+	r := sqlkit.Inspector{S: sqlkit.InspectorStatements{}}
+	missing := nilFuncs(reflect.ValueOf(r), "Inspector")
+	require.NotEmpty(t, missing)
+	require.Contains(t, missing, "Inspector.S.Backlog")
+	relay := sqlkit.Relay{Single: sqlkit.Autocommit}
+	require.Len(t, nilFuncs(reflect.ValueOf(relay), "Relay"), reflect.TypeFor[sqlkit.RelayStatements]().NumField())
+}
+
+// nilFuncs returns the paths of the nil function fields of v, looking into
+// its struct fields and the structs its non-nil pointers point to.
+func nilFuncs(v reflect.Value, path string) []string {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil // an optional part the database does not have
 		}
+		v = v.Elem()
 	}
+	switch v.Kind() {
+	case reflect.Func:
+		if v.IsNil() {
+			return []string{path}
+		}
+	case reflect.Struct:
+		var out []string
+		for i := range v.NumField() {
+			out = append(out, nilFuncs(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+		}
+		return out
+	}
+	return nil
 }
