@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
+	"github.com/stretchr/testify/require"
 )
 
 // databasePackages returns the directories whose code may write and run
@@ -277,4 +278,52 @@ func exprText(e ast.Expr) string {
 		return exprText(e.Fun) + "()"
 	}
 	return "…"
+}
+
+// TestOnlyTheRegistryImportsADatabasePackage guards the layout of issue 22:
+// the core reaches a database package (dialects/<name>) only through
+// dialects/registry, so that adding a database is its folder and the
+// registry's line. Test files, and the PostgreSQL test support
+// (internal/pgtest, imported by tests only), may import one.
+func TestOnlyTheRegistryImportsADatabasePackage(t *testing.T) {
+	t.Parallel()
+	const module = "github.com/oncebox/watermill-oncebox/"
+	own := databasePackages()
+	var found []string
+	err := filepath.WalkDir(".", func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		slash := filepath.ToSlash(path)
+		if e.IsDir() {
+			if path != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module: a user of the core
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(slash, ".go") || strings.HasSuffix(slash, "_test.go") ||
+			strings.HasPrefix(slash, "dialects/registry/") || strings.HasPrefix(slash, "internal/pgtest/") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			for _, dir := range own {
+				if dir == "dialects/internal/" || !strings.HasPrefix(p+"/", module+dir) {
+					continue
+				}
+				if !strings.HasPrefix(slash, dir) {
+					found = append(found, slash+" imports "+p)
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, found, "only dialects/registry imports a database package")
 }
