@@ -25,7 +25,7 @@ type ClaimParams struct {
 	Instance string
 	// ByKey claims, for each key, only the key's first PENDING rows (by
 	// id) and only when no row of the type and key is IN_PROCESS
-	// (orderedCandidates, docs/ordering.md): a row with a key is claimed
+	// (sqlkit.OrderedCandidates, docs/ordering.md): a row with a key is claimed
 	// only when every earlier row (by id) of the same type and key is
 	// claimed with it or gone. Rows without a key are claimed as before.
 	// ordering: key.

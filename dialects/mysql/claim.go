@@ -50,7 +50,7 @@ func (d *Dialect) eventsClaimProbe(p dialects.ClaimParams) dialects.Query {
 
 // eventsClaimCandidates is the first statement of an ordered claim
 // (p.ByKey): a plain read, without locks, of the candidates of
-// orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
+// sqlkit.OrderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
 // id) order. Not a locking read: inside SELECT … FOR UPDATE SKIP LOCKED,
 // InnoDB reads a probe that the optimizer turns into a join (MySQL 8's
 // antijoin) with locks, so a row another claimer has locked but not yet
@@ -92,7 +92,7 @@ func (claimSQL) KeyWalk() sqlkit.KeyWalk { return sqlkit.WalkGroupBy }
 
 // eventsClaimWalk is the third statement of an ordered claim, run only
 // when eventsClaimCandidates reported its window cut and found fewer
-// candidates than p.Limit: the walk of the type's keys (orderedWalk), a
+// candidates than p.Limit: the walk of the type's keys (sqlkit.OrderedWalk), a
 // plain read like the candidates'. Index: (event_type, partition_key,
 // status) + id, a loose index scan ("Using index for group-by"), then
 // primary key lookups of the heads.

@@ -41,7 +41,7 @@ type Dialect struct {
 
 var _ dialects.Dialect = (*Dialect)(nil)
 
-// NewMySQL returns the MySQL/MariaDB dialect for the tables placed by cfg.
+// New returns the MySQL/MariaDB dialect for the tables placed by cfg.
 // cfg.Schema is a MySQL database: the tables are written db.table; without
 // it they live in the DSN's database. The error names the schema or prefix
 // when it is not a plain identifier.

@@ -33,7 +33,7 @@ func isDeadlock(err error) bool {
 // driverPkg is the import path of go-sql-driver/mysql. This package does
 // not import the driver, so that a PostgreSQL or Oracle binary does not
 // link it (docs/modules.md): its errors are recognised by their type's
-// package path and name. mysql_errors_test.go checks this against the
+// package path and name. errors_test.go checks this against the
 // driver's real values.
 const driverPkg = "github.com/go-sql-driver/mysql"
 

@@ -31,7 +31,7 @@ func (d *Dialect) eventsClaimLock(p dialects.ClaimParams) dialects.Query {
 
 // eventsClaimCandidates is the first statement of an ordered claim
 // (p.ByKey): a plain read, without locks, of the candidates of
-// orderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
+// sqlkit.OrderedCandidates (id, partition_key, next_retry_at) in (next_retry_at,
 // id) order. A plain read sees the committed state whatever the locks, so
 // a row another claimer holds still stops its key; ROWNUM is safe outside
 // FOR UPDATE. One statement, one snapshot. It doubles as the idle probe.
@@ -46,7 +46,7 @@ func (d *Dialect) eventsClaimCandidates(p dialects.ClaimParams) dialects.Query {
 
 // eventsClaimWalk is the third statement of an ordered claim, run only
 // when eventsClaimCandidates reported its window cut and found fewer
-// candidates than p.Limit: the walk of the type's keys (orderedWalk), a
+// candidates than p.Limit: the walk of the type's keys (sqlkit.OrderedWalk), a
 // recursive WITH jumping from key to key through (event_type,
 // partition_key, status, id) with MIN() (an INDEX RANGE SCAN (MIN/MAX)
 // per step), then one MIN() probe per key for its first PENDING row. A

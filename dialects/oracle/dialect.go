@@ -46,7 +46,7 @@ type Dialect struct {
 
 var _ dialects.Dialect = (*Dialect)(nil)
 
-// NewOracle returns the Oracle dialect for the tables placed by cfg. The
+// New returns the Oracle dialect for the tables placed by cfg. The
 // schema is an Oracle user, which must exist: the dialect never creates it.
 func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	t, err := dialects.NewTables(cfg)

@@ -37,7 +37,7 @@ func oracleLockName(migrations string) string {
 }
 
 // Migrations implements Dialect. The script is split at lines holding only
-// "/" (splitOracleScript), not by splitStatements: each statement is a
+// "/" (splitOracleScript), not by sqlkit.SplitStatements: each statement is a
 // PL/SQL block with semicolons at the end of inner lines.
 func (d *Dialect) Migrations() ([]dialects.Migration, error) {
 	return sqlkit.RenderMigrations(migrationsFS, "migrations", d.templateData(), splitOracleScript)

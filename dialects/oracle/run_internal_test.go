@@ -375,7 +375,7 @@ func TestOracleSplitScript(t *testing.T) {
 	t.Parallel()
 	got := splitOracleScript("-- head\n\nBEGIN\n  x;\nEND;\n/\n-- c\nBEGIN\n  y;\n  -- inner\nEND;\n  /  \ntrailing")
 	require.Equal(t, []string{"BEGIN\n  x;\nEND;", "BEGIN\n  y;\n  -- inner\nEND;", "trailing"}, got)
-	// splitStatements would cut a PL/SQL block at its inner semicolons.
+	// sqlkit.SplitStatements would cut a PL/SQL block at its inner semicolons.
 	require.Greater(t, len(sqlkit.SplitStatements("BEGIN\n  x;\nEND;\n")), 1)
 }
 

@@ -65,7 +65,7 @@ func (claimSQL) LazyWindow() bool { return true }
 func (claimSQL) KeyWalk() sqlkit.KeyWalk { return sqlkit.WalkRecursiveCounted }
 
 // eventsClaimByKey is eventsClaim of an ordered type, still one statement:
-// the candidates of orderedCandidates (a prefix of each idle key's PENDING
+// the candidates of sqlkit.OrderedCandidates (a prefix of each idle key's PENDING
 // rows within a window of due rows), locked FOR UPDATE SKIP LOCKED one
 // primary-key probe each (a LATERAL subquery: the join it replaced was
 // planned, on a table without statistics, as a scan of the due index with
@@ -75,19 +75,19 @@ func (claimSQL) KeyWalk() sqlkit.KeyWalk { return sqlkit.WalkRecursiveCounted }
 // kept when every candidate of their key before them was locked too,
 // and flipped; when the window's read was cut and its candidates are
 // short, the walk of the type's keys adds the due heads of keys not held
-// (orderedWalk). The reads share the statement's snapshot, which row locks
+// (sqlkit.OrderedWalk). The reads share the statement's snapshot, which row locks
 // do not hide. Indexes: outbox_events_due_idx for the window,
 // outbox_events_in_process_idx for the busy keys, outbox_events_key_idx
 // (migration 4) for the stop probes (docs/ordering.md shows the plan).
-// Claim returns the rows in id order (sortByID).
+// Claim returns the rows in id order (sqlkit.SortByID).
 func (d *Dialect) eventsClaimByKey(p dialects.ClaimParams) dialects.Query {
 	var b binder
 	ctes, cand := sqlkit.OrderedCandidates(claimSQL{}, d.tables, &b, p)
-	// The walk (orderedWalk) runs under a one-time filter: PostgreSQL
+	// The walk (sqlkit.OrderedWalk) runs under a one-time filter: PostgreSQL
 	// evaluates its scalar subqueries lazily, left to right, so a claim
 	// whose window yielded limit candidates counts them (cand0,
 	// materialized) and reads nothing more. pre (the first limit due
-	// rows, read already) stands for windowCut here: with fewer than
+	// rows, read already) stands for sqlkit.WindowCut here: with fewer than
 	// limit due rows the window saw them all; counting keyScan(limit)
 	// index entries instead cost 5 of a 12.5 ms claim of one key's 5,000
 	// rows (measured), where the walk of that type is two probes.

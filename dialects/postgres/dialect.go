@@ -30,7 +30,7 @@ type Dialect struct {
 
 var _ dialects.Dialect = (*Dialect)(nil)
 
-// NewPostgreSQL returns the PostgreSQL dialect for the tables placed by cfg.
+// New returns the PostgreSQL dialect for the tables placed by cfg.
 // The error names the schema or prefix when it is not a plain identifier.
 func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 	t, err := dialects.NewTables(cfg)

@@ -54,7 +54,7 @@ func databaseUTC(dialect string, at time.Time) time.Time {
 	return time.Date(at.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), time.UTC)
 }
 
-// probeWithClock runs q, a plain read of one row (the database's time and
+// ProbeWithClock runs q, a plain read of one row (the database's time and
 // a nullable integer that says whether some row exists), and returns both:
 // the probe of an idle recovery run on MySQL and Oracle, which reads the
 // clock in passing.

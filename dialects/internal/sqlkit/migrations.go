@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// splitStatements splits a migration script into statements at every
+// SplitStatements splits a migration script into statements at every
 // semicolon that ends a line. Scripts of PostgreSQL and MySQL are written so
 // that no statement has a semicolon at the end of an inner line.
 func SplitStatements(script string) []string {

@@ -48,7 +48,7 @@ const maxWaitingKeys = 10000
 // most PerKey rows of the window each.
 const maxBlockingRows = 10000
 
-// orderedCandidates writes the common table expressions of an ordered
+// OrderedCandidates writes the common table expressions of an ordered
 // claim of p (busy, waiting, w, wr, ws, wt), to follow WITH, and cand, the
 // query of the candidates (id, partition_key, next_retry_at) without
 // ORDER BY.
@@ -277,7 +277,7 @@ func MinFirstOf(col, from, where string) string {
 // walkKeys bounds the keys one walk reads.
 func walkKeys(limit int) int { return 10 * limit }
 
-// busyFew is the condition "fewer than limit keys of the type in flight",
+// BusyFew is the condition "fewer than limit keys of the type in flight",
 // the other gate of the walk: with a batch's worth of keys or more in
 // flight the relay is not starved, and the window moves as they are
 // finalized; walking then would probe every busy key at each claim
@@ -287,7 +287,7 @@ func BusyFew(p dialects.ClaimParams) string {
 	return `(SELECT COUNT(*) FROM busy) < ` + Lit(p.Limit)
 }
 
-// windowCut writes the condition "the type has at least keyScan(limit)
+// WindowCut writes the condition "the type has at least keyScan(limit)
 // due PENDING rows": the window's read was cut by its cap. An index range
 // read of at most keyScan(limit) entries of the claim index; ORDER BY
 // keeps it there (without it PostgreSQL chose a sequential scan, which
@@ -300,7 +300,7 @@ func WindowCut(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimPar
          ORDER BY c.next_retry_at, c.id`, Lit(keyScan(p.Limit))) + `) cc) >= ` + Lit(keyScan(p.Limit))
 }
 
-// orderedWalk writes the walk's common table expressions (none on
+// OrderedWalk writes the walk's common table expressions (none on
 // MySQL/MariaDB), to follow WITH (RECURSIVE on PostgreSQL) after busy
 // (busyCTE), and heads, the query of the walked heads (id, partition_key,
 // next_retry_at), at most limit of them, in (next_retry_at, id) order.
@@ -308,7 +308,7 @@ func WindowCut(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimPar
 // (PostgreSQL; MySQL/MariaDB and Oracle run the walk as its own
 // statement). exclude, when not empty, names a relation of candidates
 // (partition_key) whose keys the walk skips (PostgreSQL: the window's;
-// MySQL/MariaDB and Oracle drop them in Go, appendWalked).
+// MySQL/MariaDB and Oracle drop them in Go, AppendWalked).
 //
 // PostgreSQL and Oracle walk with a recursive common table expression:
 // each step one probe of the key index for the next key of the type
@@ -407,7 +407,7 @@ func excl0(exclude, alias string) string {
                 AND ` + alias + `.partition_key NOT IN (SELECT x.partition_key FROM ` + exclude + ` x WHERE x.partition_key IS NOT NULL)`
 }
 
-// appendWalked appends to cands the walked heads of keys that are not
+// AppendWalked appends to cands the walked heads of keys that are not
 // candidates already.
 func AppendWalked(cands, heads []Candidate) []Candidate {
 	have := make(map[string]bool, len(cands))
@@ -431,9 +431,9 @@ type Candidate struct {
 	key *string
 }
 
-// queryCandidates runs the plain read of an ordered claim's candidates
+// QueryCandidates runs the plain read of an ordered claim's candidates
 // (id, partition_key, …) in claim order. cut reports the marker row of
-// candidatesRead (all NULL): the window's read was cut by its cap.
+// CandidatesRead (all NULL): the window's read was cut by its cap.
 func QueryCandidates(ctx context.Context, db wsql.ContextExecutor, q dialects.Query) (out []Candidate, cut bool, err error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
@@ -463,11 +463,11 @@ func QueryCandidates(ctx context.Context, db wsql.ContextExecutor, q dialects.Qu
 	return out, cut, RowsErr(rows)
 }
 
-// candidatesRead is the first statement of an ordered claim on
-// MySQL/MariaDB and Oracle: the candidates (orderedCandidates) in
+// CandidatesRead is the first statement of an ordered claim on
+// MySQL/MariaDB and Oracle: the candidates (OrderedCandidates) in
 // (next_retry_at, id) order, and a marker row of NULLs when the window's
-// read was cut (windowCut) and fewer than limit keys are busy (busyFew), so that the claim knows, without another round
-// trip, whether its walk may find more (queryCandidates).
+// read was cut (WindowCut) and fewer than limit keys are busy (BusyFew), so that the claim knows, without another round
+// trip, whether its walk may find more (QueryCandidates).
 func CandidatesRead(p dialects.ClaimParams, ctes, cand, cut string) string {
 	return "WITH " + ctes + "\n" + cand + `
 UNION ALL
@@ -477,9 +477,9 @@ SELECT NULL, NULL, NULL FROM DUAL
  ORDER BY next_retry_at, id`
 }
 
-// walkRead is the walk's statement on MySQL/MariaDB and Oracle (the third
+// WalkRead is the walk's statement on MySQL/MariaDB and Oracle (the third
 // of an ordered claim, run only when the window was cut and the
-// candidates are short): busy, then orderedWalk's heads.
+// candidates are short): busy, then OrderedWalk's heads.
 func WalkRead(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimParams) string {
 	// Oracle's recursive WITH takes no RECURSIVE keyword; MySQL's walk is
 	// not recursive. busy first: MySQL binds its parameters in text order.
@@ -491,7 +491,7 @@ func WalkRead(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.ClaimPara
 	return with + "\n" + heads
 }
 
-// candidateIDs is the ids of cands, in order.
+// CandidateIDs is the ids of cands, in order.
 func CandidateIDs(cands []Candidate) []oncebox.EventID {
 	ids := make([]oncebox.EventID, len(cands))
 	for i, c := range cands {
@@ -575,7 +575,7 @@ func cutKeyPrefixes(rows []dialects.ClaimedEvent, limit int) (keep []dialects.Cl
 	return keep
 }
 
-// sortByID puts an ordered claim's rows in id order, which is each key's
+// SortByID puts an ordered claim's rows in id order, which is each key's
 // order: the relay sends a batch in slice order, and a key's rows may be
 // in the window out of id order (an earlier row that failed and came due
 // again has a later next_retry_at than its successors).
@@ -600,5 +600,5 @@ type claimBinder interface {
 	T(v time.Time) string
 }
 
-// limitClause is "query LIMIT n" (PostgreSQL, MySQL).
+// LimitClause is "query LIMIT n" (PostgreSQL, MySQL).
 func LimitClause(query, n string) string { return query + "\n                        LIMIT " + n }

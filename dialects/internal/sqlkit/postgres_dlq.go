@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// whereClause joins conds into a WHERE clause, "" when there are none.
+// WhereClause joins conds into a WHERE clause, "" when there are none.
 func WhereClause(conds []string) string {
 	if len(conds) == 0 {
 		return ""

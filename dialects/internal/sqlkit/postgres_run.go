@@ -4,7 +4,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// backlogSQL is the backlog count of every dialect; nullTime is a NULL of
+// BacklogSQL is the backlog count of every dialect; nullTime is a NULL of
 // the timestamp type.
 func BacklogSQL(t dialects.Tables, nullTime string) string {
 	return "SELECT 'outbox', event_type, status, count(*), min(created_at) FROM " + t.Events +

@@ -11,13 +11,13 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// readCommitted are the options of the relay's transactions on MySQL and
+// ReadCommitted are the options of the relay's transactions on MySQL and
 // Oracle: READ COMMITTED, whatever the server's default, so that locking
 // reads take record locks only, never gap locks, and see rows committed by
 // other instances since the transaction began.
 var ReadCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
-// deadlockAttempts is how many times inTx runs a transaction that the
+// deadlockAttempts is how many times Tx.Run runs a transaction that the
 // database chose as a deadlock victim.
 const deadlockAttempts = 3
 
@@ -75,7 +75,7 @@ func inTxOnce(ctx context.Context, db wsql.Beginner, opts *sql.TxOptions, fn fun
 	return tx.Commit()
 }
 
-// execAffected runs q and returns the rows it affected.
+// ExecAffected runs q and returns the rows it affected.
 func ExecAffected(ctx context.Context, db wsql.ContextExecutor, q dialects.Query) (int64, error) {
 	res, err := db.ExecContext(ctx, q.SQL, q.Args...)
 	if err != nil {
@@ -84,7 +84,7 @@ func ExecAffected(ctx context.Context, db wsql.ContextExecutor, q dialects.Query
 	return res.RowsAffected()
 }
 
-// rowsErr returns the iteration error of rows, for drivers whose rows report
+// RowsErr returns the iteration error of rows, for drivers whose rows report
 // one.
 func RowsErr(rows wsql.Rows) error {
 	if e, ok := rows.(interface{ Err() error }); ok {
@@ -93,7 +93,7 @@ func RowsErr(rows wsql.Rows) error {
 	return nil
 }
 
-// queryClaimed runs q and scans up to limit rows of ClaimedEvent columns;
+// QueryClaimed runs q and scans up to limit rows of ClaimedEvent columns;
 // limit 0 reads every row. Stopping at limit matters on Oracle, where a
 // FOR UPDATE SKIP LOCKED cursor locks rows as they are fetched.
 func QueryClaimed(ctx context.Context, db wsql.ContextExecutor, q dialects.Query, limit int) ([]dialects.ClaimedEvent, error) {
@@ -113,7 +113,7 @@ func QueryClaimed(ctx context.Context, db wsql.ContextExecutor, q dialects.Query
 	return out, RowsErr(rows)
 }
 
-// queryIDs runs q and scans one event id per row.
+// QueryIDs runs q and scans one event id per row.
 func QueryIDs(ctx context.Context, db wsql.ContextExecutor, q dialects.Query) ([]oncebox.EventID, error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
@@ -131,7 +131,7 @@ func QueryIDs(ctx context.Context, db wsql.ContextExecutor, q dialects.Query) ([
 	return out, RowsErr(rows)
 }
 
-// queryStrings runs q and scans one text column per row.
+// QueryStrings runs q and scans one text column per row.
 func QueryStrings(ctx context.Context, db wsql.ContextExecutor, q dialects.Query) ([]string, error) {
 	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
 	if err != nil {
@@ -231,7 +231,7 @@ func markAll(ctx context.Context, tx wsql.Tx, chunk int, ids []oncebox.EventID, 
 	})
 }
 
-// markProcessedClaims is MarkProcessedClaims for the dialects without
+// MarkProcessedClaims is MarkProcessedClaims for the dialects without
 // RETURNING (MySQL, Oracle): the fast path of markProcessed for every claim
 // in one transaction, so one commit for several batches. When a claim's
 // rows are not all marked (a stale finalize), that transaction is rolled

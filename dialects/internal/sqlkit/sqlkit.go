@@ -15,15 +15,15 @@ import (
 	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 )
 
-// eventInsertColumns is the column list of EventsInsert, shared with the
+// EventInsertColumns is the column list of EventsInsert, shared with the
 // dialects that insert the same way.
 const EventInsertColumns = "id, event_type, topic, partition_key, message_uuid, payload, metadata, " +
 	"status, retry_count, next_retry_at, created_at, updated_at"
 
-// eventInsertParams is the number of bind parameters per inserted row.
+// EventInsertParams is the number of bind parameters per inserted row.
 const EventInsertParams = 8
 
-// advisoryKey derives the advisory lock key from the migrations table name so
+// AdvisoryKey derives the advisory lock key from the migrations table name so
 // that schemas migrated side by side do not wait on each other.
 func AdvisoryKey(name string) int64 {
 	h := fnv.New64a()
@@ -80,7 +80,7 @@ func RenderMigrations(fsys fs.FS, dir string, data any, split func(string) []str
 	return out, nil
 }
 
-// errorText is an error text as every dialect binds it to last_error:
+// ErrorText is an error text as every dialect binds it to last_error:
 // cleaned and cut by dbtext, so that no error, whatever it holds, can make
 // the statement that records an outcome fail. The relay and the poison
 // queue clean it too; this keeps a caller of the seam from forgetting.

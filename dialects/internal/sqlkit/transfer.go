@@ -10,7 +10,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// transferRow is a TO_RETRY DLQ row locked by a transfer.
+// TransferRow is a TO_RETRY DLQ row locked by a transfer.
 type TransferRow struct {
 	ID          oncebox.EventID
 	EventID     *oncebox.EventID
@@ -24,7 +24,7 @@ type TransferRow struct {
 	MovedAt     time.Time
 }
 
-// transferEvents turns picked DLQ rows into outbox rows: one per event id,
+// TransferEvents turns picked DLQ rows into outbox rows: one per event id,
 // from the latest moved row (moved_at, then id, descending), in the order of
 // the event ids.
 func TransferEvents(picked []TransferRow) ([]dialects.EventRow, error) {
