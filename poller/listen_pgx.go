@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +13,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
+	"github.com/oncebox/watermill-oncebox/inprocess"
 )
 
 // listenerPingEvery is how long the listener waits for a notification
@@ -150,6 +152,11 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 // (polling only) otherwise.
 func defaultListener(db any, d dialects.Dialect) Listener {
 	if !d.CanNotify() {
+		// No NOTIFY: a database opened through package inprocess wakes the
+		// relay on the commits of this process.
+		if hub, ok := inprocessHub(db); ok {
+			return hub
+		}
 		return nil
 	}
 	var conn wsql.Conn
@@ -163,4 +170,21 @@ func defaultListener(db any, d dialects.Dialect) Listener {
 		return pgxListener{pool: pool, d: d}
 	}
 	return nil
+}
+
+// inprocessHub returns the inprocess.Hub of db's *sql.DB, if it has one.
+func inprocessHub(db any) (*inprocess.Hub, bool) {
+	var conn any
+	switch b := db.(type) {
+	case wsql.StdSQLBeginner:
+		conn = b.SQLBeginner
+	case *wsql.StdSQLBeginner:
+		conn = b.SQLBeginner
+	case *sql.DB:
+		conn = b
+	}
+	if sdb, ok := conn.(*sql.DB); ok {
+		return inprocess.HubOf(sdb)
+	}
+	return nil, false
 }

@@ -32,6 +32,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/inprocess"
 	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
@@ -73,7 +74,10 @@ type Config struct {
 	// the channel after the tables), so that a relay listening on it polls
 	// the type as soon as the transaction commits instead of at the end of
 	// its sleep (up to max-fixed-delay); see docs/design.md, "Wake-up on
-	// commit". MySQL/MariaDB and Oracle never notify. Default false (on).
+	// commit". MySQL/MariaDB, SQLite and Oracle never notify; on them, when
+	// the *sql.DB was opened through package inprocess, the commit wakes
+	// the relays of this process instead (the insert's context is marked;
+	// DisableWakeOnCommit turns that off too). Default false (on).
 	//
 	// Set it for a transaction that is committed in two phases:
 	// PostgreSQL refuses PREPARE TRANSACTION in a transaction that ran
@@ -259,6 +263,12 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	}
 
 	ctx := msgs[0].Context()
+	if !p.config.DisableWakeOnCommit && !p.w.CanNotify() {
+		// No NOTIFY on this database: a connection opened through
+		// inprocess wakes this process's relay once the transaction
+		// commits (a no-op on any other connection).
+		ctx = inprocess.OnCommit(ctx, dialects.NotifyChannel(p.config.Dialect.Tables()), topic)
+	}
 	if err := p.insert(ctx, topic, rows); err != nil {
 		return err
 	}
