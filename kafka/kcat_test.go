@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,12 +31,18 @@ type kcatRecord struct {
 
 // TestKcatReadsKeyAndHeaders reads what the Publisher wrote with kcat
 // (librdkafka, the C client under most non-Go consumers): the key and the
-// oncebox headers must be what such a consumer sees. It needs kcat on PATH
-// and fails, never skips, without it.
+// oncebox headers must be what such a consumer sees. It needs kcat on PATH:
+// under CI (CI set: make tools installs it) it fails without it; on a
+// developer's machine it is skipped with a loud message, and make test's
+// last lines say KCAT NOT RUN.
 func TestKcatReadsKeyAndHeaders(t *testing.T) {
 	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
-	require.NoError(t, err, "kcat is not on PATH: install it with `apt-get update && apt-get install -y kcat` (Debian/Ubuntu)")
+	if err != nil && os.Getenv("CI") == "" {
+		t.Skip("KCAT NOT RUN: kcat is not on PATH, so what a librdkafka consumer reads was not checked; " +
+			"install it (apt-get install kcat, brew install kcat) to run this test; CI fails it instead")
+	}
+	require.NoError(t, err, "kcat is not on PATH (CI is set, so it must run): install it with `apt-get update && apt-get install -y kcat` (Debian/Ubuntu)")
 
 	_, addrs := newCluster(t, kfake.SeedTopics(2, "orders"))
 	require.True(t, strings.HasPrefix(addrs[0], "127.0.0.1:"), "kfake listens on %s", addrs[0])
