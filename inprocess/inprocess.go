@@ -157,6 +157,17 @@ func HubOf(db *sql.DB) (*Hub, bool) {
 	return nil, false
 }
 
+// BaseDriver returns the driver under db's connections: the driver's own
+// when db was opened through a Hub (db.Driver() is then this package's),
+// db.Driver() otherwise. Code that recognises a database by its driver
+// (the service does) reads it here.
+func BaseDriver(db *sql.DB) driver.Driver {
+	if d, ok := db.Driver().(*drv); ok {
+		return d.base
+	}
+	return db.Driver()
+}
+
 // dsnConnector is database/sql's own fallback for a driver without
 // DriverContext.
 type dsnConnector struct {

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/inprocess"
@@ -159,4 +161,12 @@ func TestListenEndsWithItsContextAndStopsReceiving(t *testing.T) {
 func TestOpenDBNamesAnUnknownDriver(t *testing.T) {
 	_, err := inprocess.OpenDB("no-such-driver", "x")
 	require.ErrorContains(t, err, `"no-such-driver"`)
+}
+
+func TestBaseDriverIsTheWrappedDriver(t *testing.T) {
+	db, err := inprocess.OpenDB("mysql", "root@tcp(127.0.0.1:3306)/test")
+	require.NoError(t, err)
+	defer db.Close()
+	require.Equal(t, "*mysql.MySQLDriver", fmt.Sprintf("%T", inprocess.BaseDriver(db)))
+	require.NotEqual(t, "*mysql.MySQLDriver", fmt.Sprintf("%T", db.Driver()))
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
+	"github.com/oncebox/watermill-oncebox/inprocess"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
@@ -295,7 +296,7 @@ func driverOf(db wsql.Beginner) (string, string) {
 		if !ok {
 			return fmt.Sprintf("%T", b.SQLBeginner), ""
 		}
-		t = reflect.TypeOf(sdb.Driver())
+		t = reflect.TypeOf(inprocess.BaseDriver(sdb)) // through inprocess's wrapper, the driver it wraps
 	default:
 		return fmt.Sprintf("%T", db), ""
 	}
