@@ -25,7 +25,11 @@ tools: ## Under CI, install the Debian packages the tests use (kcat) if missing;
 	else echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)"; fi
 
 .PHONY: demo
-demo: services ## Run the quick-start demo: local PostgreSQL, in-process Kafka (DATABASE_URL, KAFKA_BROKERS override).
+demo: ## Run the quick-start demo: SQLite in a temporary file and an in-process Kafka, nothing to install (DATABASE_URL=postgres://… or mysql://…, KAFKA_BROKERS override).
+	@case "$$DATABASE_URL" in \
+	  postgres://*|postgresql://*) bash scripts/services.sh postgres ;; \
+	  mysql://*|mariadb://*) bash scripts/services.sh mariadb ;; \
+	esac
 	$(GO) run ./examples/quickstart
 
 .PHONY: orders

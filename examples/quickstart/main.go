@@ -1,5 +1,7 @@
-// Command quickstart shows oncebox end to end on embedded defaults: the local
-// PostgreSQL (or $DATABASE_URL) and an in-process Kafka (or $KAFKA_BROKERS).
+// Command quickstart shows oncebox end to end on embedded defaults: SQLite
+// in a temporary file and an in-process Kafka, nothing installed and no
+// service started; or the database of $DATABASE_URL (postgres://… or
+// mysql://…) and the brokers of $KAFKA_BROKERS.
 //
 // It writes orders and their events in business transactions (some rolled
 // back), leaves a batch stuck as if a relay had crashed after claiming it,
@@ -13,11 +15,14 @@
 // It exits non-zero if an event was lost, handled twice, or delivered from a
 // rolled-back transaction.
 //
-//	go run ./examples/quickstart            # or: make demo
+//	go run ./examples/quickstart                                   # or: make demo
+//	DATABASE_URL=postgres://root@127.0.0.1:5432/test make demo     # on PostgreSQL
+//	DATABASE_URL=mysql://root@127.0.0.1:3306/test make demo        # on MySQL/MariaDB
 package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,8 +36,6 @@ import (
 	kafkawm "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/oncebox/watermill-oncebox"
@@ -63,7 +66,7 @@ type options struct {
 
 func main() {
 	o := options{}
-	flag.StringVar(&o.dsn, "database-url", envOr("DATABASE_URL", "postgres://root@127.0.0.1:5432/test?sslmode=disable"), "PostgreSQL URL ($DATABASE_URL)")
+	flag.StringVar(&o.dsn, "database-url", os.Getenv("DATABASE_URL"), "postgres://… or mysql://… ($DATABASE_URL); empty: SQLite in a temporary file")
 	brokers := flag.String("kafka-brokers", os.Getenv("KAFKA_BROKERS"), "Kafka brokers, comma-separated ($KAFKA_BROKERS); empty: an in-process Kafka")
 	flag.IntVar(&o.orders, "orders", 400, "orders to write")
 	flag.IntVar(&o.rollbackEvery, "rollback-every", 7, "roll back every n-th business transaction")
@@ -87,13 +90,6 @@ func main() {
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 // counters are what the demo shows while it runs and checks at the end.
 type counters struct {
 	published, rolledBack, duplicatesSkipped, recovered atomic.Int64
@@ -107,21 +103,13 @@ func run(ctx context.Context, o options) (bool, error) {
 		logger = watermill.NewStdLogger(false, false)
 	}
 
-	// The database: a schema of its own, migrated.
-	pool, err := pgxpool.New(ctx, o.dsn)
+	// The database: SQLite in a temporary file, or a schema of its own on
+	// the server of DATABASE_URL; the oncebox tables are migrated below.
+	db, err := openDatabase(ctx, o.dsn)
 	if err != nil {
 		return false, err
 	}
-	defer pool.Close()
-	if err := pool.Ping(ctx); err != nil {
-		return false, fmt.Errorf("PostgreSQL at %s: %w (is it running? make services)", o.dsn, err)
-	}
-	if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema+";"+
-		"CREATE TABLE "+schema+".orders (id text PRIMARY KEY, total int NOT NULL);"+
-		"CREATE TABLE "+schema+".shipments (event_id text NOT NULL, order_id text NOT NULL)"); err != nil {
-		return false, err
-	}
-	defer pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") //nolint:errcheck
+	defer db.close()
 
 	// Kafka: the given brokers, or one in this process.
 	brokers := o.brokers
@@ -132,14 +120,14 @@ func run(ctx context.Context, o options) (bool, error) {
 		}
 		defer cluster.Close()
 		brokers = cluster.ListenAddrs()
-		fmt.Printf("demo: in-process Kafka at %s, PostgreSQL schema %s\n", strings.Join(brokers, ","), schema)
 	}
+	fmt.Printf("demo: Kafka at %s, %s\n", strings.Join(brokers, ","), db.where)
 
 	// The whole configuration, as oncebox.LoadConfigFile would read it from
 	// a file: service.New builds every component from it.
 	cfg := oncebox.Config{
-		Database: "postgres",
-		Tables:   oncebox.TablesConfig{Schema: schema},
+		Database: db.name,
+		Tables:   db.tables,
 		Outbox: oncebox.OutboxConfig{
 			Events: map[string]oncebox.EventSettings{eventType: {Topic: topic, BatchSize: 100,
 				Polling: oncebox.PollingSettings{MinFixedDelay: 20 * time.Millisecond, MaxFixedDelay: 500 * time.Millisecond, Multiplier: 2}}},
@@ -169,7 +157,7 @@ func run(ctx context.Context, o options) (bool, error) {
 
 	// Everything oncebox does, from cfg: the relay to Kafka, the consumer's
 	// middleware, the background jobs.
-	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger, service.WithRelay(kpub),
+	svc, err := service.New(db.beginner, cfg, logger, service.WithRelay(kpub),
 		service.WithRelayConfig(poller.Config{Recovery: poller.Schedule{Min: time.Second, Max: 2 * time.Second, Multiplier: 2}}),
 		service.WithHooks(service.Hooks{Poller: &relayHooks{c: &c}, Inbox: &inboxHooks{c: &c}}))
 	if err != nil {
@@ -180,11 +168,11 @@ func run(ctx context.Context, o options) (bool, error) {
 	}
 
 	// 1. A relay claimed a batch and crashed: its events are IN_PROCESS.
-	stuckIDs, err := writeOrders(ctx, pool, svc, o.stuck, 0, &c, nil)
+	stuckIDs, err := writeOrders(ctx, db, svc, o.stuck, 0, &c, nil)
 	if err != nil {
 		return false, err
 	}
-	if err := claimAndCrash(ctx, pool, svc.Dialect(), len(stuckIDs)); err != nil {
+	if err := claimAndCrash(ctx, db.beginner, svc.Dialect(), len(stuckIDs)); err != nil {
 		return false, err
 	}
 	fmt.Printf("demo: %d events left IN_PROCESS by a crashed relay\n", len(stuckIDs))
@@ -199,7 +187,7 @@ func run(ctx context.Context, o options) (bool, error) {
 		return false, err
 	}
 	router.AddMiddleware(svc.Middleware) // the poison queue, Retry (inbox.retry) and the inbox, in that order
-	router.AddConsumerHandler("ship-order", topic, sub, shipOrder)
+	router.AddConsumerHandler("ship-order", topic, sub, shipOrder(db))
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -216,12 +204,12 @@ func run(ctx context.Context, o options) (bool, error) {
 	}
 	producer := make(chan written, 1)
 	go func() {
-		ids, err := writeOrders(ctx, pool, svc, o.orders, o.rollbackEvery, &c, &delivered)
+		ids, err := writeOrders(ctx, db, svc, o.orders, o.rollbackEvery, &c, &delivered)
 		producer <- written{ids, err}
 	}()
 	var w written
 	producerDone := false
-	if err := waitFor(ctx, start, &c, pool, func(int) bool {
+	if err := waitFor(ctx, start, &c, db, func(int) bool {
 		if !producerDone {
 			select {
 			case w = <-producer:
@@ -247,7 +235,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	fmt.Printf("demo: %d delivered events sent to Kafka again\n", dups)
 
 	// 5. Wait for every committed event, and the duplicates to be seen.
-	if err := waitFor(ctx, start, &c, pool, func(d int) bool {
+	if err := waitFor(ctx, start, &c, db, func(d int) bool {
 		return d >= len(committed) && c.duplicatesSkipped.Load() >= int64(dups)
 	}); err != nil {
 		fmt.Println("demo:", err)
@@ -258,19 +246,21 @@ func run(ctx context.Context, o options) (bool, error) {
 			return false, err
 		}
 	}
-	return report(context.Background(), pool, &c, committed)
+	return report(context.Background(), db, &c, committed)
 }
 
 // shipOrder is the consumer's business: it records a shipment in the
 // inbox's transaction, so the shipment and the event id commit together.
-func shipOrder(msg *message.Message) error {
-	tx, ok := middleware.PgxTxFromContext(msg.Context())
-	if !ok {
-		return errors.New("no inbox transaction")
+func shipOrder(db *demoDB) message.NoPublishHandlerFunc {
+	insert := "INSERT INTO " + db.table("shipments") + " (event_id, order_id) VALUES (" + db.ph(1) + ", " + db.ph(2) + ")"
+	return func(msg *message.Message) error {
+		tx, ok := middleware.TxFromContext(msg.Context())
+		if !ok {
+			return errors.New("no inbox transaction: router.AddMiddleware(svc.Middleware) is missing")
+		}
+		_, err := tx.ExecContext(msg.Context(), insert, msg.Metadata.Get(oncebox.HeaderEventID), oncebox.Key(msg))
+		return err
 	}
-	_, err := tx.Exec(msg.Context(), "INSERT INTO "+schema+".shipments (event_id, order_id) VALUES ($1, $2)",
-		msg.Metadata.Get(oncebox.HeaderEventID), oncebox.Key(msg))
-	return err
 }
 
 type deliveredEvent struct {
@@ -282,18 +272,19 @@ type deliveredEvent struct {
 // writeOrders writes n orders, each with its event, one business
 // transaction each; every rollbackEvery-th transaction rolls back. It
 // returns the event ids that committed.
-func writeOrders(ctx context.Context, pool *pgxpool.Pool, svc *service.Service, n, rollbackEvery int,
+func writeOrders(ctx context.Context, db *demoDB, svc *service.Service, n, rollbackEvery int,
 	c *counters, sent *[]deliveredEvent) ([]string, error) {
 	var ids []string
+	insert := "INSERT INTO " + db.table("orders") + " (id, total) VALUES (" + db.ph(1) + ", " + db.ph(2) + ")"
 	for i := 1; i <= n; i++ {
 		orderID := fmt.Sprintf("o-%s", watermill.NewShortUUID())
 		var msg *message.Message
 		rollback := rollbackEvery > 0 && i%rollbackEvery == 0
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "INSERT INTO "+schema+".orders (id, total) VALUES ($1, $2)", orderID, 100+i); err != nil {
+		err := inTx(ctx, db.db, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, insert, orderID, 100+i); err != nil {
 				return err
 			}
-			pub, err := svc.Publisher(wsql.TxFromPgx(tx)) // in the business transaction
+			pub, err := svc.Publisher(wsql.TxFromStdSQL(tx)) // in the business transaction
 			if err != nil {
 				return err
 			}
@@ -326,14 +317,28 @@ func writeOrders(ctx context.Context, pool *pgxpool.Pool, svc *service.Service, 
 
 var errRollback = errors.New("the business rule said no")
 
+// inTx runs fn in a transaction of db: committed when fn returns nil,
+// rolled back otherwise.
+func inTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
 // claimAndCrash claims n events the way a relay does and never finalizes
 // them: the relay "crashed" after its claim committed.
-func claimAndCrash(ctx context.Context, pool *pgxpool.Pool, pg dialects.Dialect, n int) error {
+func claimAndCrash(ctx context.Context, db wsql.Beginner, d dialects.Dialect, n int) error {
 	token, err := oncebox.NewEventID()
 	if err != nil {
 		return err
 	}
-	_, err = pg.Claim(ctx, wsql.BeginnerFromPgx(pool), dialects.ClaimParams{EventType: eventType, Limit: n, Token: token, Now: time.Now().UTC()})
+	_, err = d.Claim(ctx, db, dialects.ClaimParams{EventType: eventType, Limit: n, Token: token, Now: time.Now().UTC()})
 	return err
 }
 
@@ -350,13 +355,13 @@ func resend(pub message.Publisher, events []deliveredEvent) error {
 }
 
 // waitFor prints progress twice a second until done(delivered) holds.
-func waitFor(ctx context.Context, start time.Time, c *counters, pool *pgxpool.Pool, done func(delivered int) bool) error {
+func waitFor(ctx context.Context, start time.Time, c *counters, db *demoDB, done func(delivered int) bool) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	last := ""
 	for {
 		var d int
-		if err := pool.QueryRow(ctx, "SELECT count(DISTINCT event_id) FROM "+schema+".shipments").Scan(&d); err != nil {
+		if err := db.db.QueryRowContext(ctx, "SELECT count(DISTINCT event_id) FROM "+db.table("shipments")).Scan(&d); err != nil {
 			return err
 		}
 		line := fmt.Sprintf("demo: %5.1fs published=%d delivered=%d rolled_back=%d duplicates_skipped=%d recovered=%d",
@@ -381,9 +386,9 @@ func waitFor(ctx context.Context, start time.Time, c *counters, pool *pgxpool.Po
 
 // report checks the outcome against what was committed and prints the
 // summary line.
-func report(ctx context.Context, pool *pgxpool.Pool, c *counters, committed []string) (bool, error) {
+func report(ctx context.Context, db *demoDB, c *counters, committed []string) (bool, error) {
 	counts := map[string]int{}
-	rows, err := pool.Query(ctx, "SELECT event_id, count(*) FROM "+schema+".shipments GROUP BY event_id")
+	rows, err := db.db.QueryContext(ctx, "SELECT event_id, count(*) FROM "+db.table("shipments")+" GROUP BY event_id")
 	if err != nil {
 		return false, err
 	}
@@ -398,6 +403,7 @@ func report(ctx context.Context, pool *pgxpool.Pool, c *counters, committed []st
 	if err := rows.Err(); err != nil {
 		return false, err
 	}
+	_ = rows.Close()
 	want := map[string]bool{}
 	lost, doubled := 0, 0
 	for _, id := range committed {
