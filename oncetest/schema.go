@@ -98,3 +98,18 @@ func randomSuffix(t testing.TB) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// TablesOf returns the tables configuration d was built with (the schema
+// NewSchema made, or a table prefix), for the code under test that takes
+// one: a service's oncebox.Config.Tables (service.New over the test
+// schema), a configuration file's tables, or the name of the schema in a
+// statement of the test's own (TablesOf(d).Schema).
+func TablesOf(d dialects.Dialect) oncebox.TablesConfig {
+	events := d.Tables().Events
+	var cfg oncebox.TablesConfig
+	if i := strings.LastIndex(events, "."); i >= 0 {
+		cfg.Schema, events = events[:i], events[i+1:]
+	}
+	cfg.Prefix = strings.TrimSuffix(events, "outbox_events")
+	return cfg
+}
