@@ -35,13 +35,14 @@ type Poller struct {
 	listener Listener   // nil: polling only (wake.go)
 	wakes    *wakeBoard // routes wake-ups to the loops
 
-	sem     chan struct{}   // bounds concurrent database users
-	dlqWake chan struct{}   // a poll marked rows FAILED
-	running chan struct{}   // closed once Run has started every loop
-	closing chan struct{}   // closed by Close
-	done    chan struct{}   // closed when Run has returned
-	sendCtx context.Context // cancelled CloseTimeout after closing starts
-	claims  *claims         // batches in flight, for the heartbeat (heartbeat.go)
+	sem      chan struct{}   // bounds concurrent database users
+	dlqWake  chan struct{}   // a poll marked rows FAILED
+	running  chan struct{}   // closed once Run has started every loop
+	startErr error           // why Run returned before it ran; set before running is closed
+	closing  chan struct{}   // closed by Close
+	done     chan struct{}   // closed when Run has returned
+	sendCtx  context.Context // cancelled CloseTimeout after closing starts
+	claims   *claims         // batches in flight, for the heartbeat (heartbeat.go)
 
 	mu        sync.Mutex
 	started   bool
@@ -94,8 +95,27 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 }
 
 // Running is closed once Run has started every poll loop and job, or has
-// returned (an error at start, or Close before Run).
+// returned (an error at start, or Close before Run): StartErr then says
+// which.
 func (p *Poller) Running() chan struct{} { return p.running }
+
+// StartErr returns, once Running is closed, the error with which Run
+// returned without starting (the start-up checks failed, or Close came
+// first), or nil when the relay runs. Read after <-Running(), it cannot
+// miss Run's fail-fast error, which a select on Run's result after
+// <-Running() can (Running is closed before Run's caller receives it):
+//
+//	go func() { done <- relay.Run(ctx) }()
+//	<-relay.Running()
+//	if err := relay.StartErr(); err != nil { … }
+func (p *Poller) StartErr() error {
+	select {
+	case <-p.running:
+		return p.startErr
+	default:
+		return nil
+	}
+}
 
 // Run checks that the database can serve the relay (Dialect.CheckSchema:
 // reachable, migrated, a MySQL DSN with parseTime) and that the relay's
@@ -104,7 +124,7 @@ func (p *Poller) Running() chan struct{} { return p.running }
 // cancelled or Close is called; then it stops claiming, lets batches in flight finish for
 // up to CloseTimeout, releases what is left and returns. It returns nil on a
 // clean stop. It may be called once.
-func (p *Poller) Run(ctx context.Context) error {
+func (p *Poller) Run(ctx context.Context) (err error) {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
@@ -117,7 +137,12 @@ func (p *Poller) Run(ctx context.Context) error {
 	// <-p.Running()` never hangs on a Run that returned early.
 	var runningOnce sync.Once
 	markRunning := func() { runningOnce.Do(func() { close(p.running) }) }
-	defer markRunning()
+	defer func() {
+		runningOnce.Do(func() {
+			p.startErr = err // Run returns before it ran: StartErr says why
+			close(p.running)
+		})
+	}()
 	select {
 	case <-p.closing:
 		return oncebox.ErrClosed
@@ -127,7 +152,7 @@ func (p *Poller) Run(ctx context.Context) error {
 	// migrated, a MySQL DSN without parseTime) is an error from Run, not a
 	// failure logged by every poll forever. Later failures are retried.
 	checkCtx, cancelCheck := p.finalizeCtx()
-	err := p.withConn(checkCtx, func() error {
+	err = p.withConn(checkCtx, func() error {
 		if err := p.config.Dialect.CheckSchema(checkCtx, p.db); err != nil {
 			return err
 		}

@@ -22,7 +22,7 @@ func TestGuideShowsTheExampleCode(t *testing.T) {
 	yaml, err := os.ReadFile("oncebox.yaml")
 	require.NoError(t, err)
 
-	blocks := regexp.MustCompile("(?s)```go\n// examples/forwarder-swap/mysql/main.go\n(.*?)```").FindAllSubmatch(guide, -1)
+	blocks := regexp.MustCompile("(?s)```go(?: fragment)?\n// examples/forwarder-swap/mysql/main.go\n(.*?)```").FindAllSubmatch(guide, -1)
 	require.GreaterOrEqual(t, len(blocks), 4, "the guide's excerpts of main.go")
 	for _, b := range blocks {
 		for _, part := range strings.Split(string(b[1]), "\n\n") {

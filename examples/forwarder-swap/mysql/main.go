@@ -307,10 +307,8 @@ func (a *app) runRelay(ctx context.Context) (stop func() error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- relay.Run(ctx) }()
 	<-relay.Running()
-	select {
-	case err := <-done: // Run fails fast: tables not migrated, parseTime missing, …
-		return nil, errors.Join(err, kafkaPublisher.Close())
-	default:
+	if relay.StartErr() != nil { // Run failed fast (tables not migrated, parseTime missing, …) and returns that error
+		return nil, errors.Join(<-done, kafkaPublisher.Close())
 	}
 	return func() error {
 		closeErr := relay.Close()
