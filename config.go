@@ -857,7 +857,9 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Line > 0 {
-		return "oncebox: config line " + strconv.Itoa(e.Line) + ": " + e.Field + ": " + e.Message
+		// Last, so that "field: message" reads the same from a file as
+		// from Go.
+		return "oncebox: config " + e.Field + ": " + e.Message + " (line " + strconv.Itoa(e.Line) + ")"
 	}
 	return "oncebox: config " + e.Field + ": " + e.Message
 }

@@ -306,7 +306,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 		require.ErrorContains(t, err, "unknown key", name)
 	}
 	_, err := oncebox.LoadConfig(strings.NewReader("outbox: {}\n"))
-	require.ErrorContains(t, err, `line 1: outbox: unknown top-level key; the configuration goes under "oncebox:"`)
+	require.ErrorContains(t, err, `outbox: unknown top-level key; the configuration goes under "oncebox:" (oncebox.outbox) (line 1)`)
 	_, err = oncebox.LoadConfig(strings.NewReader("{}\n"))
 	require.ErrorContains(t, err, `top-level "oncebox" key`)
 	_, err = oncebox.LoadConfig(strings.NewReader(""))
