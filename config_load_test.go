@@ -299,3 +299,78 @@ func TestLoadConfigFileRefusesNonRegularFiles(t *testing.T) {
 	require.False(t, errors.Is(err, oncebox.ErrInvalidConfig), "a missing file is not an invalid configuration")
 	require.ErrorContains(t, err, "missing.yaml")
 }
+
+// Anchors, aliases and merge keys decode as yaml.v3 decodes them: a merged
+// mapping's keys are overridden by the mapping's own, and no key is
+// reported as repeated for being both merged and written.
+func TestLoadConfigAnchorsAndMergeKeys(t *testing.T) {
+	t.Parallel()
+	cfg, err := oncebox.LoadConfig(strings.NewReader(`
+oncebox:
+  outbox:
+    defaults: &base {batch-size: 50, polling: {type: fixed, min-fixed-delay: 2s}}
+    events:
+      a: {<<: *base, batch-size: 70}
+      b: *base
+      c: {<<: [{topic: first}, {topic: second, batch-size: 9}]}
+`))
+	require.NoError(t, err)
+	a, err := cfg.Event("a")
+	require.NoError(t, err)
+	require.Equal(t, 70, a.BatchSize)
+	require.Equal(t, oncebox.PollingFixed, a.Polling.Type)
+	require.Equal(t, 2*time.Second, a.Polling.MinFixedDelay)
+	b, err := cfg.Event("b")
+	require.NoError(t, err)
+	require.Equal(t, 50, b.BatchSize)
+	c, err := cfg.Event("c")
+	require.NoError(t, err)
+	require.Equal(t, "first", c.Topic, "the first mapping of a merge list wins")
+	require.Equal(t, 9, c.BatchSize)
+
+	// Null values leave a key to its default; max-retries: ~ inherits.
+	cfg, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    defaults: {batch-size: ~, max-retries: null}\n    events: ~\n"))
+	require.NoError(t, err)
+	require.Equal(t, oncebox.DefaultBatchSize, cfg.Outbox.Defaults.BatchSize)
+	require.Equal(t, oncebox.DefaultMaxRetries, *cfg.Outbox.Defaults.MaxRetries)
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n"))
+	requireLineErr(t, err, `line 1: oncebox: is empty; write "oncebox: {}" to take every default`)
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox: {<<: 5}\n"))
+	requireLineErr(t, err, `line 2: outbox: << must merge a mapping, got "5"`)
+}
+
+// Aliases that expand exponentially (the "billion laughs") stop at a
+// bound instead of running for ever.
+func TestLoadConfigBoundsAliasExpansion(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("x0: &x0 {topic: a}\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "x%d: &x%d {<<: [%s]}\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*x%d, ", i-1), 10), ", "))
+	}
+	doc := "anchors:\n" + indent(b.String()) + "oncebox:\n  outbox:\n    events:\n      t: *x9\n"
+	_, err := oncebox.LoadConfig(strings.NewReader(doc))
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "aliases expand to more than")
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n  ") + "\n"
+}
+
+// A document of a thousand unknown keys gets a bounded error: the first
+// twenty and a count of the rest.
+func TestLoadConfigBoundsTheErrors(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("oncebox:\n  outbox:\n    defaults:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "      key-%d: 1\n", i)
+	}
+	_, err := oncebox.LoadConfig(strings.NewReader(b.String()))
+	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "outbox.defaults.key-0: unknown key")
+	require.ErrorContains(t, err, "and 980 more errors")
+	require.Less(t, len(err.Error()), 8_000)
+	requireNoGoNames(t, err)
+}
