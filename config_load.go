@@ -224,7 +224,7 @@ func (d *configDecoder) root(doc *yaml.Node, cfg *Config) bool {
 			if _, ok := yamlFields(reflect.TypeFor[Config]())[k.Value]; ok {
 				d.fail(k.Line, displayKey(k.Value), "unknown top-level key; the configuration goes under \"oncebox:\" (oncebox.%s)", k.Value)
 			} else {
-				d.fail(k.Line, displayKey(k.Value), "unknown top-level key%s", suggest(k.Value, []string{"oncebox"}, ""))
+				d.fail(k.Line, displayKey(k.Value), "unknown top-level key%s", suggest(k.Value, []string{"oncebox"}, "at the top level"))
 			}
 			return
 		}
@@ -466,6 +466,9 @@ func suggest(key string, known []string, where string) string {
 	}
 	if where == "" {
 		return ""
+	}
+	if len(known) == 1 {
+		return "; the one key " + where + " is " + known[0]
 	}
 	return "; the keys " + where + " are " + strings.Join(known, ", ")
 }

@@ -70,6 +70,7 @@ func TestLoadConfigUnknownKeySpeaksYAML(t *testing.T) {
 		"oncebox:\n  tables:\n    shema: billing\n":      "line 3: tables.shema: unknown key; did you mean schema?",
 		"oncebox:\n  outbox: {max-discoverd-types: 5}\n": "line 2: outbox.max-discoverd-types: unknown key; did you mean max-discovered-types?",
 		"outbox: {}\n":            `line 1: outbox: unknown top-level key; the configuration goes under "oncebox:" (oncebox.outbox)`,
+		"billing: {}\n":           "line 1: billing: unknown top-level key; the one key at the top level is oncebox",
 		"oncebx:\n  outbox: {}\n": "line 1: oncebx: unknown top-level key; did you mean oncebox?",
 		"oncebox:\n  outbox:\n    events:\n      a: { polling: { min-delay: 1s } }\n": "line 4: outbox.events.a.polling.min-delay: unknown key; the keys of outbox.events.a.polling are type, min-fixed-delay, max-fixed-delay, multiplier",
 	} {
