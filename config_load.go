@@ -296,7 +296,7 @@ func (d *configDecoder) mapping(n *yaml.Node, path string, set func(k, v *yaml.N
 			d.mapping(s, path, set)
 		}
 	}
-	seen := make(map[string]int, len(n.Content)/2)
+	seen := make(map[string]*yaml.Node, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content) && !d.stop; i += 2 {
 		k := d.deref(n.Content[i])
 		if k == nil {
@@ -310,11 +310,15 @@ func (d *configDecoder) mapping(n *yaml.Node, path string, set func(k, v *yaml.N
 			continue
 		}
 		if first, ok := seen[k.Value]; ok {
-			d.fail(k.Line, join(path, displayKey(k.Value)), "repeated key (first at line %d); a key may appear once in a mapping", first)
+			where := fmt.Sprintf("line %d", first.Line)
+			if first.Line == k.Line {
+				where = fmt.Sprintf("column %d, repeated at column %d", first.Column, k.Column)
+			}
+			d.fail(k.Line, join(path, displayKey(k.Value)), "repeated key (first at %s); a key may appear once in a mapping", where)
 			d.stop = true
 			return
 		}
-		seen[k.Value] = k.Line
+		seen[k.Value] = k
 		set(k, n.Content[i+1])
 	}
 }

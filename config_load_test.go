@@ -189,7 +189,7 @@ func TestLoadConfigDuplicateKeysOneShortError(t *testing.T) {
 		var err error
 		bytes := allocatedBytes(func() { _, err = oncebox.LoadConfig(strings.NewReader(doc)) })
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
-		require.ErrorContains(t, err, "outbox.events.a: repeated key")
+		require.ErrorContains(t, err, "outbox.events.a: repeated key (first at column 29, repeated at column 36)")
 		require.Less(t, len(err.Error()), 200, "one short error, not one per pair")
 		// Linear: the node tree is ~300 bytes a key; a quadratic pass over
 		// 100,000 keys allocates gigabytes.
