@@ -365,12 +365,16 @@ func (d *configDecoder) value(n *yaml.Node, line int, path string, v reflect.Val
 			v.Set(reflect.MakeMapWithSize(v.Type(), len(n.Content)/2))
 		}
 		d.mapping(n, path, func(k, val *yaml.Node) {
-			key := reflect.ValueOf(k.Value)
+			name := k.Value
+			if isNull(k) {
+				name = "" // "~:" names no type; Validate says so
+			}
+			key := reflect.ValueOf(name)
 			// A fresh value, as yaml.v3 decodes a map: an event type written
 			// here replaces one merged from an anchor, it is not merged
 			// into it.
 			elem := reflect.New(v.Type().Elem()).Elem()
-			d.value(val, k.Line, eventPath(k.Value), elem, false)
+			d.value(val, k.Line, eventPath(name), elem, false)
 			v.SetMapIndex(key, elem)
 		})
 	case v.Kind() == reflect.Pointer:
@@ -542,10 +546,10 @@ func quoteValue(s string) string {
 }
 
 // displayKey is a key as a path names it: as written when it is plain,
-// quoted when it holds a control character or invalid UTF-8, cut when
+// quoted when it is empty, holds a control character or invalid UTF-8, cut when
 // longer than an event type may be.
 func displayKey(k string) string {
-	if len(k) <= MaxEventTypeLength && checkName(k) == "" {
+	if k != "" && len(k) <= MaxEventTypeLength && checkName(k) == "" {
 		return k
 	}
 	return quoteValue(k)

@@ -334,6 +334,8 @@ oncebox:
 	require.NoError(t, err)
 	require.Equal(t, oncebox.DefaultBatchSize, cfg.Outbox.Defaults.BatchSize)
 	require.Equal(t, oncebox.DefaultMaxRetries, *cfg.Outbox.Defaults.MaxRetries)
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    events: {~: {}}\n"))
+	requireLineErr(t, err, `line 3: outbox.events."": event type must be 1 to 255 characters`)
 	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n"))
 	requireLineErr(t, err, `line 1: oncebox: is empty; write "oncebox: {}" to take every default`)
 	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox: {<<: 5}\n"))
