@@ -855,6 +855,8 @@ type FieldError struct {
 	Line int
 }
 
+// Error returns "oncebox: config <field>: <message>", followed by
+// " (line N)" when the field was read from a document.
 func (e *FieldError) Error() string {
 	if e.Line > 0 {
 		// Last, so that "field: message" reads the same from a file as
