@@ -6,8 +6,11 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Default values of the configuration. Every field of [Config] documents which
@@ -383,7 +386,40 @@ func Int(n int) *int { return &n }
 // block and of the other sections set to its default. The per-event-type
 // overrides are left as they are: they inherit at resolution time.
 func (c Config) WithDefaults() Config {
-	d := &c.Outbox.Defaults
+	c.Outbox.Defaults = c.Outbox.Defaults.withDefaults()
+	if c.Outbox.MaxBatchProcessingTime == 0 {
+		c.Outbox.MaxBatchProcessingTime = DefaultMaxBatchProcessingTime
+	}
+	if c.Outbox.MaxPayloadSize == 0 {
+		c.Outbox.MaxPayloadSize = DefaultMaxPayloadSize
+	}
+	if c.Outbox.MaxDiscoveredTypes == 0 {
+		c.Outbox.MaxDiscoveredTypes = DefaultMaxDiscoveredTypes
+	}
+	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
+	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
+	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
+	if c.Inbox.Cache.TTL == 0 {
+		c.Inbox.Cache.TTL = min(DefaultCacheTTL, c.Inbox.CleanUp.TTL)
+	}
+	if c.Inbox.Cache.Size == 0 {
+		c.Inbox.Cache.Size = DefaultCacheSize
+	}
+	c.Inbox.Retry = c.Inbox.Retry.withDefaults()
+	// Copy the map so that the caller's config is never aliased.
+	if c.Outbox.Events != nil {
+		events := make(map[string]EventSettings, len(c.Outbox.Events))
+		for k, v := range c.Outbox.Events {
+			events[k] = v
+		}
+		c.Outbox.Events = events
+	}
+	return c
+}
+
+// withDefaults returns the defaults block with every unset field set to
+// its package default.
+func (d EventSettings) withDefaults() EventSettings {
 	if d.BatchSize == 0 {
 		d.BatchSize = DefaultBatchSize
 	}
@@ -417,34 +453,7 @@ func (c Config) WithDefaults() Config {
 	if d.OnFailure == "" {
 		d.OnFailure = OnFailureSkip
 	}
-	if c.Outbox.MaxBatchProcessingTime == 0 {
-		c.Outbox.MaxBatchProcessingTime = DefaultMaxBatchProcessingTime
-	}
-	if c.Outbox.MaxPayloadSize == 0 {
-		c.Outbox.MaxPayloadSize = DefaultMaxPayloadSize
-	}
-	if c.Outbox.MaxDiscoveredTypes == 0 {
-		c.Outbox.MaxDiscoveredTypes = DefaultMaxDiscoveredTypes
-	}
-	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
-	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
-	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
-	if c.Inbox.Cache.TTL == 0 {
-		c.Inbox.Cache.TTL = min(DefaultCacheTTL, c.Inbox.CleanUp.TTL)
-	}
-	if c.Inbox.Cache.Size == 0 {
-		c.Inbox.Cache.Size = DefaultCacheSize
-	}
-	c.Inbox.Retry = c.Inbox.Retry.withDefaults()
-	// Copy the map so that the caller's config is never aliased.
-	if c.Outbox.Events != nil {
-		events := make(map[string]EventSettings, len(c.Outbox.Events))
-		for k, v := range c.Outbox.Events {
-			events[k] = v
-		}
-		c.Outbox.Events = events
-	}
-	return c
+	return d
 }
 
 func (r RetryConfig) withDefaults() RetryConfig {
@@ -502,14 +511,16 @@ func (c Config) EventTypes() []string {
 // defaults block, on top of the package defaults. A type not in
 // outbox.events resolves to the defaults (topic: the type's name), unless
 // outbox.strict-event-types is set: then it returns ErrUnknownEventType.
+//
+// It costs the same whatever the number of types: it reads the map and
+// copies nothing (Validate, poller.New and the relay call it per type).
 func (c Config) Event(eventType string) (EventConfig, error) {
-	c = c.WithDefaults()
 	o, ok := c.Outbox.Events[eventType]
 	if !ok && c.Outbox.StrictEventTypes {
-		return EventConfig{}, fmt.Errorf("%w: %q is not in outbox.events (configured: %v)",
-			ErrUnknownEventType, eventType, c.EventTypes())
+		return EventConfig{}, fmt.Errorf("%w: %q is not in outbox.events (configured: %s)",
+			ErrUnknownEventType, eventType, listTypes(c.EventTypes()))
 	}
-	d := c.Outbox.Defaults
+	d := c.Outbox.Defaults.withDefaults()
 	ec := EventConfig{
 		EventType:  eventType,
 		Topic:      firstNonZero(o.Topic, d.Topic, eventType),
@@ -607,22 +618,23 @@ func (c Config) Validate() error {
 		add(validateBackoff("outbox.defaults.backoff",
 			Backoff{Enabled: *d.Backoff.Enabled, Delay: d.Backoff.Delay, Multiplier: d.Backoff.Multiplier}, *d.MaxRetries))
 	}
+	// One pass over the types, each resolved on its own: Event copies
+	// nothing, so this is linear in the number of types.
 	for _, t := range c.EventTypes() {
-		path := "outbox.events." + t
-		if len(t) > MaxEventTypeLength || t == "" {
-			add(fieldErr(path, "event type must be 1 to %d characters", MaxEventTypeLength))
-		}
-		add(c.Outbox.Events[t].validate(path, false))
+		path := eventPath(t)
+		add(validateEventType(path, t))
+		o := c.Outbox.Events[t]
+		add(o.validate(path, false))
 		// A type may be valid on its own and invalid once merged (its min
 		// above the inherited max): check the resolved values too.
 		if ec, err := c.Event(t); err == nil {
 			add(ec.Polling.validateResolved(path + ".polling"))
 			// A type that sets none of these inherits the defaults'
 			// backoff, already checked.
-			if o := c.Outbox.Events[t]; o.MaxRetries != nil || o.Backoff != (BackoffSettings{}) {
+			if o.MaxRetries != nil || o.Backoff != (BackoffSettings{}) {
 				add(validateBackoff(path+".backoff", ec.Backoff, ec.MaxRetries))
 			}
-			if o := c.Outbox.Events[t]; o.OnFailure != "" || o.Ordering != "" {
+			if o.OnFailure != "" || o.Ordering != "" {
 				add(validateOnFailure(path, ec.Ordering, ec.OnFailure))
 			}
 		}
@@ -667,6 +679,8 @@ func (s EventSettings) validate(path string, isDefaults bool) error {
 	var errs []error
 	if len(s.Topic) > MaxEventTypeLength {
 		errs = append(errs, fieldErr(path+".topic", "longer than %d characters", MaxEventTypeLength))
+	} else if problem := checkName(s.Topic); problem != "" {
+		errs = append(errs, fieldErr(path+".topic", "%s", problem))
 	}
 	if s.BatchSize < 0 || s.BatchSize > MaxBatchSize || (isDefaults && s.BatchSize == 0) {
 		errs = append(errs, fieldErr(path+".batch-size", "must be between 1 and %d, got %d", MaxBatchSize, s.BatchSize))
@@ -788,14 +802,69 @@ func validateBrokerType(path, t string) error {
 	return fieldErr(path, "must be \"kafka\", \"rabbitmq\" or empty, got %q", t)
 }
 
+// eventPath is the YAML path of the settings of eventType; a type with a
+// control character, invalid UTF-8 or over MaxEventTypeLength is quoted
+// (and cut) in it.
+func eventPath(eventType string) string { return "outbox.events." + displayKey(eventType) }
+
+// validateEventType checks an event type's name: 1 to MaxEventTypeLength
+// bytes of valid UTF-8 with no control character. The name is stored in a
+// text column: PostgreSQL refuses a NUL in text, and the failed insert
+// aborts the caller's business transaction.
+func validateEventType(path, t string) error {
+	if t == "" || len(t) > MaxEventTypeLength {
+		return fieldErr(path, "event type must be 1 to %d characters", MaxEventTypeLength)
+	}
+	if problem := checkName(t); problem != "" {
+		return fieldErr(path, "event type %s", problem)
+	}
+	return nil
+}
+
+// checkName says what makes s unfit to name an event type or a topic: invalid
+// UTF-8, or a control character (C0, DEL or C1: a NUL, a tab, a newline…);
+// "" when it is fit.
+func checkName(s string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("contains the control character %U at byte %d", r, i)
+		}
+	}
+	return ""
+}
+
+// listTypes lists event types for an error, the first ten of them.
+func listTypes(types []string) string {
+	const shown = 10
+	if len(types) <= shown {
+		return strings.Join(types, ", ")
+	}
+	return fmt.Sprintf("%s, … (%d in all)", strings.Join(types[:shown], ", "), len(types))
+}
+
 // FieldError is a configuration error about one field, named by its YAML
 // path (for example "outbox.events.low-priority.polling.multiplier").
 type FieldError struct {
 	Field   string
 	Message string
+	// Line is the line of the field in the YAML document it was loaded
+	// from (LoadConfig), or 0.
+	Line int
 }
 
-func (e *FieldError) Error() string { return "oncebox: config " + e.Field + ": " + e.Message }
+// Error returns "oncebox: config <field>: <message>", followed by
+// " (line N)" when the field was read from a document.
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		// Last, so that "field: message" reads the same from a file as
+		// from Go.
+		return "oncebox: config " + e.Field + ": " + e.Message + " (line " + strconv.Itoa(e.Line) + ")"
+	}
+	return "oncebox: config " + e.Field + ": " + e.Message
+}
 
 // Unwrap makes every FieldError match ErrInvalidConfig.
 func (e *FieldError) Unwrap() error { return ErrInvalidConfig }

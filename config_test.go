@@ -303,10 +303,10 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	for name, doc := range cases {
 		_, err := oncebox.LoadConfig(strings.NewReader(doc))
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, name)
-		require.ErrorContains(t, err, "not found", name)
+		require.ErrorContains(t, err, "unknown key", name)
 	}
 	_, err := oncebox.LoadConfig(strings.NewReader("outbox: {}\n"))
-	require.ErrorContains(t, err, "field outbox not found")
+	require.ErrorContains(t, err, `outbox: unknown top-level key; the configuration goes under "oncebox:" (oncebox.outbox) (line 1)`)
 	_, err = oncebox.LoadConfig(strings.NewReader("{}\n"))
 	require.ErrorContains(t, err, `top-level "oncebox" key`)
 	_, err = oncebox.LoadConfig(strings.NewReader(""))
@@ -314,7 +314,7 @@ func TestLoadConfigRejectsUnknownKeys(t *testing.T) {
 	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    max-batch-processing-time: soon\n"))
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
 	require.ErrorContains(t, err, "soon")
-	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    defaults:\n      batch-size: 0\n      polling: { multiplier: 0.5 }\n"))
+	_, err = oncebox.LoadConfig(strings.NewReader("oncebox:\n  outbox:\n    defaults:\n      batch-size: 5\n      polling: { multiplier: 0.5 }\n"))
 	require.ErrorContains(t, err, "outbox.defaults.polling.multiplier")
 	_, err = oncebox.LoadConfigFile("testdata/missing.yaml")
 	require.ErrorContains(t, err, "missing.yaml")

@@ -45,11 +45,8 @@ func (s SourceConfig) Validate() error { return validateBrokerType("inbox.source
 // Validate checks a resolved event type, as Config.Event returns it: the
 // type's name, then its settings as outbox.events.<type>.
 func (e EventConfig) Validate() error {
-	path := "outbox.events." + e.EventType
-	var errs []error
-	if e.EventType == "" || len(e.EventType) > MaxEventTypeLength {
-		errs = append(errs, fieldErr(path, "event type must be 1 to %d characters", MaxEventTypeLength))
-	}
+	path := eventPath(e.EventType)
+	errs := []error{validateEventType(path, e.EventType)}
 	s := EventSettings{Topic: e.Topic, BatchSize: e.BatchSize, Polling: e.Polling, MaxRetries: Int(e.MaxRetries),
 		Backoff: BackoffSettings{Enabled: Bool(e.Backoff.Enabled), Delay: e.Backoff.Delay, Multiplier: e.Backoff.Multiplier}}
 	errs = append(errs, s.validate(path, true), validateBackoff(path+".backoff", e.Backoff, e.MaxRetries))
