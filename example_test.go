@@ -59,7 +59,6 @@ oncebox:
 `))
 	fmt.Println(err)
 	// Output:
-	// oncebox: invalid configuration: yaml: unmarshal errors:
-	//   line 5: field batch-sise not found in type oncebox.EventSettings
-	// oncebox: config outbox.events.order-created.polling.multiplier: must be >= 1, got 0.5
+	// oncebox: config outbox.defaults.batch-sise: unknown key; did you mean batch-size? (line 5)
+	// oncebox: config outbox.events.order-created.polling.multiplier: must be >= 1, got 0.5 (line 5)
 }

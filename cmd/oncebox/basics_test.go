@@ -124,9 +124,9 @@ func TestConfigFile(t *testing.T) {
 	// naming the file and the key.
 	for yaml, want := range map[string]string{
 		"oncebox:\n  database: db2\n":               `database: must be one of postgres, mysql, oracle, or empty, got "db2"`,
-		"oncebox:\n  tables:\n    shema: billing\n": "field shema not found",
+		"oncebox:\n  tables:\n    shema: billing\n": "tables.shema: unknown key; did you mean schema?",
 		"oncebox:\n  tables:\n    schema: user\n":   `tables.schema: "user" is a reserved word`,
-		"billing: {}\n":                             "field billing not found",
+		"billing: {}\n":                             "billing: unknown top-level key",
 	} {
 		path := writeConfig(t, yaml)
 		r = c.runArgs("", "--config", path, "--dsn", pgtest.DSN(), "status")
