@@ -75,10 +75,10 @@ func (f *filterFlags) filter() (dlq.Filter, error) {
 }
 
 func (a *app) dlqCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:   "dlq",
 		Short: "List, show, retry, resolve and delete dead letter queue rows",
-	}
+	})
 	c.AddCommand(a.dlqListCmd(), a.dlqShowCmd(),
 		a.dlqActCmd("retry", "Mark rows TO_RETRY: the relay's dlq-retry job puts them back in the outbox", oncebox.DLQStatusToRetry),
 		a.dlqActCmd("resolve", "Mark rows RESOLVED: the dlq-clean-up job deletes them after the TTL", oncebox.DLQStatusResolved),

@@ -159,9 +159,7 @@ func runEnv(e env) int {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
-			// Runnable, or cobra shows the help before it checks Args.
-			c.Args = usageArgs(cobra.NoArgs)
-			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+			group(c)
 		}
 	}
 	if e.rootCtx == nil {
@@ -195,7 +193,16 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		PersistentPreRunE: a.applyConfig,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// `oncebox dlq retyr --all`: cobra parses the group's flags before
+		// its arguments; the mistyped command is the mistake to report.
+		if cmd.HasParent() && cmd.HasSubCommands() && cmd.Args != nil {
+			if args := cmd.Flags().Args(); len(args) > 0 {
+				if aerr := cmd.Args(cmd, args); aerr != nil {
+					return aerr
+				}
+			}
+		}
 		return &exitError{code: exitUsage, err: err}
 	})
 	pf := root.PersistentFlags()
@@ -245,6 +252,29 @@ func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
 		}
 	}
 	return nil
+}
+
+// group makes c, a command with sub-commands, refuse an unknown
+// sub-command as the root does (exit 2, "unknown command … Did you mean
+// this?") instead of printing its help and exiting 0, which a script would
+// take for success. Without an argument it prints its help.
+func group(c *cobra.Command) *cobra.Command {
+	// Runnable, or cobra shows the help before it checks Args.
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	c.SuggestionsMinimumDistance = 2 // the root's default, which cobra sets on the root alone
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		// A plain error: runEnv makes it exit 2 with the pointer to --help,
+		// as it does cobra's own unknown command.
+		return errors.New(msg)
+	}
+	return c
 }
 
 // args wraps a positional-argument validator so its errors are usage errors.

@@ -22,7 +22,7 @@ import (
 )
 
 func (a *app) adminCmd() *cobra.Command {
-	c := &cobra.Command{Use: "admin", Short: "Administration servers"}
+	c := group(&cobra.Command{Use: "admin", Short: "Administration servers"})
 	c.AddCommand(a.serveCmd())
 	return c
 }
