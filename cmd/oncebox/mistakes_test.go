@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+)
+
+// groups returns the command paths (without "oncebox") of every command
+// that has sub-commands, the root excluded.
+func groups(c *cobra.Command, path []string) [][]string {
+	var out [][]string
+	for _, sub := range c.Commands() {
+		if !sub.HasSubCommands() {
+			continue
+		}
+		p := append(append([]string{}, path...), sub.Name())
+		out = append(out, p)
+		out = append(out, groups(sub, p)...)
+	}
+	return out
+}
+
+// TestUnknownSubcommandOfAGroup: a mistyped sub-command of any command group
+// is exit 2 with "unknown command" and a suggestion, as at the top level,
+// never the group's help and exit 0.
+func TestUnknownSubcommandOfAGroup(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t}
+	a := &app{}
+	root := a.rootCmd()
+	root.InitDefaultCompletionCmd()
+	gs := groups(root, nil)
+	require.GreaterOrEqual(t, len(gs), 3, "dlq, admin and completion: %v", gs)
+	for _, g := range gs {
+		r := c.runArgs("", append(append([]string{}, g...), "nope-nope")...)
+		require.Equal(t, 2, r.code, "%v: %s", g, r.stdout)
+		require.Empty(t, r.stdout, "%v: no help on stdout", g)
+		require.Contains(t, r.stderr, `unknown command "nope-nope" for "oncebox `+strings.Join(g, " ")+`"`, g)
+
+		// Without a sub-command the group prints its help and succeeds.
+		r = c.runArgs("", g...)
+		require.Equal(t, 0, r.code, "%v: %s", g, r.stderr)
+		require.Contains(t, r.stdout, "Usage:", g)
+	}
+	for _, tc := range []struct {
+		args    []string
+		suggest string
+	}{
+		{[]string{"dlq", "lst"}, "list"},
+		{[]string{"dlq", "retyr", id(1).String()}, "retry"},
+		{[]string{"dlq", "resolv", "--all"}, "resolve"},
+		{[]string{"admin", "srve"}, "serve"},
+		{[]string{"completion", "bsh"}, "bash"},
+	} {
+		r := c.runArgs("", tc.args...)
+		require.Equal(t, 2, r.code, "%v", tc.args)
+		require.Empty(t, r.stdout, "%v", tc.args)
+		require.Contains(t, r.stderr, "Did you mean this?\n\t"+tc.suggest+"\n", tc.args)
+	}
+}
