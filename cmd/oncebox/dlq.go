@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -36,7 +37,7 @@ type filterFlags struct {
 
 func (f *filterFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.statuses, "status", nil, "keep rows in this status: MOVED, TO_RETRY, IN_PROCESS, RESOLVED (repeatable)")
+	fl.StringArrayVar(&f.statuses, "status", nil, "keep rows in this status: "+strings.Join(dlqStatuses, ", ")+" (repeatable, or comma-separated)")
 	fl.StringVar(&f.eventType, "event-type", "", "keep rows of this event type")
 	fl.StringVar(&f.source, "source", "", "keep rows of this source: publisher or consumer")
 	fl.StringVar(&f.movedFrom, "moved-from", "", "keep rows moved to the DLQ at or after this time (RFC 3339)")
@@ -48,15 +49,45 @@ func (f *filterFlags) set() bool {
 	return len(f.statuses) > 0 || f.eventType != "" || f.source != "" || f.movedFrom != "" || f.movedTo != ""
 }
 
+// dlqStatuses and dlqSources are the values --status and --source take, in
+// the order the help, the errors and the shell completion list them.
+var (
+	dlqStatuses = []string{string(oncebox.DLQStatusMoved), string(oncebox.DLQStatusToRetry),
+		string(oncebox.DLQStatusInProcess), string(oncebox.DLQStatusResolved)}
+	dlqSources = []string{string(oncebox.DLQSourcePublisher), string(oncebox.DLQSourceConsumer)}
+)
+
+// filterFields names the flags behind dlq.Filter's fields in its errors.
+var filterFields = strings.NewReplacer("Filter.Statuses", "--status", "Filter.EventType", "--event-type",
+	"Filter.Source", "--source", "Filter.MovedFrom", "--moved-from", "Filter.MovedTo", "--moved-to")
+
+// either writes values as "a, b and c".
+func either(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " and " + values[len(values)-1]
+}
+
 func (f *filterFlags) filter() (dlq.Filter, error) {
 	var out dlq.Filter
 	for _, s := range f.statuses {
 		for _, p := range strings.Split(s, ",") {
-			out.Statuses = append(out.Statuses, oncebox.DLQStatus(strings.ToUpper(strings.TrimSpace(p))))
+			st := strings.ToUpper(strings.TrimSpace(p))
+			if !slices.Contains(dlqStatuses, st) {
+				return out, usageErr("--status: unknown status %q; the statuses are %s", p, either(dlqStatuses))
+			}
+			out.Statuses = append(out.Statuses, oncebox.DLQStatus(st))
 		}
 	}
 	out.EventType = f.eventType
-	out.Source = oncebox.DLQSource(strings.ToLower(f.source))
+	if f.source != "" {
+		src := strings.ToLower(f.source)
+		if !slices.Contains(dlqSources, src) {
+			return out, usageErr("--source: unknown source %q; the sources are %s", f.source, either(dlqSources))
+		}
+		out.Source = oncebox.DLQSource(src)
+	}
 	var err error
 	if f.movedFrom != "" {
 		if out.MovedFrom, err = time.Parse(time.RFC3339Nano, f.movedFrom); err != nil {
@@ -69,7 +100,10 @@ func (f *filterFlags) filter() (dlq.Filter, error) {
 		}
 	}
 	if err := out.Validate(); err != nil {
-		return out, &exitError{code: exitUsage, err: err}
+		// The flags' names, not the Go fields'; the sentinel's and the
+		// package's prefixes say nothing to the operator.
+		msg := strings.TrimPrefix(err.Error(), oncebox.ErrInvalidInput.Error()+": dlq: ")
+		return out, usageErr("%s", filterFields.Replace(msg))
 	}
 	return out, nil
 }

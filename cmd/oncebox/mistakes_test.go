@@ -61,3 +61,22 @@ func TestUnknownSubcommandOfAGroup(t *testing.T) {
 		require.Contains(t, r.stderr, "Did you mean this?\n\t"+tc.suggest+"\n", tc.args)
 	}
 }
+
+// TestBadFilterValuesNameTheFlag: --status and --source name the flag and
+// list the valid values, never a Go field name.
+func TestBadFilterValuesNameTheFlag(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t}
+	for _, args := range [][]string{
+		{"dlq", "list", "--status", "BOGUS"},
+		{"dlq", "list", "--status", "MOVED,BOGUS"},
+		{"dlq", "retry", "--status", "BOGUS", "--yes"},
+	} {
+		r := c.runArgs("", append([]string{"--dsn", "postgres://x@127.0.0.1/none"}, args...)...)
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		require.Equal(t, "oncebox: --status: unknown status \"BOGUS\"; the statuses are MOVED, TO_RETRY, IN_PROCESS and RESOLVED\n", r.stderr, args)
+	}
+	r := c.runArgs("", "--dsn", "postgres://x@127.0.0.1/none", "dlq", "list", "--source", "broker")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Equal(t, "oncebox: --source: unknown source \"broker\"; the sources are publisher and consumer\n", r.stderr)
+}
