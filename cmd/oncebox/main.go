@@ -213,7 +213,7 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.g.config, "config", "", "the service's YAML configuration (oncebox.LoadConfig's): its tables.schema, tables.prefix and database, which flags override")
 	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
 	pf.BoolVar(&a.g.noHeaders, "no-headers", false, "print tables without their header, title and footer lines")
-	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
+	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work (positive)")
 	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(registry.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "json")
 	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd(), a.versionCmd())
@@ -224,6 +224,11 @@ func (a *app) rootCmd() *cobra.Command {
 // the database that no flag gave, so that the CLI addresses the tables of
 // the service the file configures. A flag given, even empty, wins.
 func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
+	// A zero or negative limit would end every command at once with a
+	// "context deadline exceeded" that does not name the flag.
+	if a.g.timeout <= 0 {
+		return usageErr("--timeout must be positive (e.g. 30s, 2m), got %s", a.g.timeout)
+	}
 	if a.g.config != "" {
 		cfg, err := oncebox.LoadConfigFile(a.g.config)
 		if err != nil {

@@ -80,3 +80,22 @@ func TestBadFilterValuesNameTheFlag(t *testing.T) {
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Equal(t, "oncebox: --source: unknown source \"broker\"; the sources are publisher and consumer\n", r.stderr)
 }
+
+// TestDurationFlagsMustBePositive: a negative or zero --timeout is refused
+// naming the flag, before anything connects.
+func TestDurationFlagsMustBePositive(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t}
+	for _, v := range []string{"-1s", "0", "-5m"} {
+		for _, args := range [][]string{{"status"}, {"dlq", "list"}, {"migrate"}} {
+			r := c.runArgs("", append([]string{"--dsn", "postgres://x@127.0.0.1:1/none", "--timeout", v}, args...)...)
+			require.Equal(t, 2, r.code, "%s %v: %s", v, args, r.stderr)
+			require.Contains(t, r.stderr, "oncebox: --timeout must be positive", v)
+		}
+	}
+	for _, fl := range []string{"--read-timeout", "--request-timeout", "--idle-timeout"} {
+		r := c.runArgs("", "admin", "serve", "--insecure-no-auth", fl, "-1s")
+		require.Equal(t, 2, r.code, r.stderr)
+		require.Contains(t, r.stderr, fl+" must be positive", fl)
+	}
+}
