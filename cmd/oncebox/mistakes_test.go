@@ -99,3 +99,22 @@ func TestDurationFlagsMustBePositive(t *testing.T) {
 		require.Contains(t, r.stderr, fl+" must be positive", fl)
 	}
 }
+
+// TestMigrateFromOutOfRange: one clear message naming the flag and the
+// versions there are, without the package's prefixes.
+func TestMigrateFromOutOfRange(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"--from", "9"}}, {[]string{"--to", "9"}}, {[]string{"--from", "-1"}}, {[]string{"--from", "3", "--to", "2"}},
+	} {
+		r := c.runArgs("", append([]string{"migrate", "--print-sql", "--database", "postgres"}, tc.args...)...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Empty(t, r.stdout)
+		require.Equal(t, 1, strings.Count(r.stderr, "oncebox"), "%v: no stutter: %s", tc.args, r.stderr)
+		require.NotContains(t, r.stderr, "invalid input", tc.args)
+		require.Contains(t, r.stderr, "1 0001_init.sql, 2 0002_", tc.args)
+	}
+	r := c.runArgs("", "migrate", "--print-sql", "--database", "postgres", "--from", "9")
+	require.True(t, strings.HasPrefix(r.stderr, "oncebox: --from 9: "), r.stderr)
+}

@@ -236,9 +236,12 @@ func (a *app) printSQL(p printSQL) error {
 	if err != nil {
 		return err
 	}
+	if err := checkVersions(d, p.from, p.to); err != nil {
+		return err
+	}
 	scripts, err := migrate.Statements(d, p.from, p.to)
 	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--from/--to: %w", err)}
+		return err
 	}
 	if len(scripts) == 0 {
 		fmt.Fprintf(a.stderr, "oncebox: no migration above version %d: nothing to print\n", p.from)
@@ -256,6 +259,30 @@ func (a *app) printSQL(p printSQL) error {
 			return fmt.Errorf("--out-dir: %w", err)
 		}
 		fmt.Fprintln(a.stderr, "wrote", path)
+	}
+	return nil
+}
+
+// checkVersions refuses a --from or --to that is not a version of d's
+// migrations, naming the flag and listing the versions.
+func checkVersions(d dialects.Dialect, from, to int) error {
+	ms, err := d.Migrations()
+	if err != nil {
+		return err
+	}
+	latest := len(ms)
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%d %s", m.Version, m.Name)
+	}
+	versions := fmt.Sprintf("the versions are %s (--from 0: an empty schema; --to 0: the latest)", strings.Join(names, ", "))
+	switch {
+	case from < 0 || from > latest:
+		return usageErr("--from %d: no such version; %s", from, versions)
+	case to < 0 || to > latest:
+		return usageErr("--to %d: no such version; %s", to, versions)
+	case to != 0 && from > to:
+		return usageErr("--from %d is above --to %d; %s", from, to, versions)
 	}
 	return nil
 }
