@@ -179,7 +179,7 @@ func (a *app) dlqListCmd() *cobra.Command {
 			case next != nil:
 				fmt.Fprintf(a.stdout, "next cursor: %s\n", next)
 			default:
-				fmt.Fprintf(a.stdout, "(%d rows, last page)\n", len(rows))
+				fmt.Fprintf(a.stdout, "(%s, last page)\n", count(len(rows), "row"))
 			}
 			return nil
 		}),
@@ -188,6 +188,19 @@ func (a *app) dlqListCmd() *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", dlq.DefaultLimit, fmt.Sprintf("rows per page, 1 to %d", dlq.MaxLimit))
 	c.Flags().StringVar(&cursor, "cursor", "", "the next cursor a previous page printed")
 	return c
+}
+
+// count writes n and the noun: count(1, "row") is "1 row", count(2, "row")
+// "2 rows"; a noun whose plural is not noun+"s" gives both forms.
+func count(n int, forms ...string) string {
+	one, many := forms[0], forms[0]+"s"
+	if len(forms) > 1 {
+		many = forms[1]
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func dash(s string) string {
@@ -324,18 +337,32 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 			}
 			defer done()
 			var matched, changed int
+			already := false // the one id given is at the status already
 			switch {
-			case len(ids) == 1:
+			case len(ids) == 1 && to == "":
 				matched = 1
-				if to == "" {
-					err = st.Delete(ctx, ids[0])
-				} else {
-					err = st.SetStatus(ctx, ids[0], to)
-				}
-				if err != nil {
+				if err := st.Delete(ctx, ids[0]); err != nil {
 					return err
 				}
 				changed = 1
+			case len(ids) == 1:
+				matched = 1
+				// The statement's count tells a change from a no-op, which
+				// SetStatus does not; SetStatus then explains a row not
+				// changed: an error (not found, IN_PROCESS, a change not
+				// allowed), or nil when the row is at the status already.
+				// Should the row leave IN_PROCESS between the two
+				// statements, SetStatus changes it and this reports it as
+				// already there: the status is right, the count is 0.
+				if changed, err = st.SetStatusMany(ctx, ids, to); err != nil {
+					return err
+				}
+				if changed == 0 {
+					if err := st.SetStatus(ctx, ids[0], to); err != nil {
+						return err
+					}
+					already = true
+				}
 			case len(ids) > 1:
 				matched = len(ids)
 				if to == "" {
@@ -354,7 +381,7 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 					break
 				}
 				if !yes {
-					fmt.Fprintf(a.stderr, "%d rows match; type yes to continue: ", matched)
+					fmt.Fprintf(a.stderr, "%s; type yes to continue: ", count(matched, "row matches", "rows match"))
 					line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 					if strings.TrimSpace(line) != "yes" {
 						return errAborted
@@ -377,8 +404,11 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 				return writeJSON(a.stdout, out)
 			}
 			verb := map[string]string{"retry": "set to TO_RETRY", "resolve": "set to RESOLVED", "delete": "deleted"}[name]
-			fmt.Fprintf(a.stdout, "%d of %d rows %s", changed, matched, verb)
-			if skipped := matched - changed; skipped > 0 {
+			fmt.Fprintf(a.stdout, "%d of %s %s", changed, count(matched, "row"), verb)
+			switch skipped := matched - changed; {
+			case already:
+				fmt.Fprintf(a.stdout, ": it is already %s", to)
+			case skipped > 0:
 				fmt.Fprintf(a.stdout, "; %d skipped (not found, IN_PROCESS, already there or changed meanwhile)", skipped)
 			}
 			fmt.Fprintln(a.stdout)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
 )
 
 // groups returns the command paths (without "oncebox") of every command
@@ -117,4 +120,38 @@ func TestMigrateFromOutOfRange(t *testing.T) {
 	}
 	r := c.runArgs("", "migrate", "--print-sql", "--database", "postgres", "--from", "9")
 	require.True(t, strings.HasPrefix(r.stderr, "oncebox: --from 9: "), r.stderr)
+}
+
+// TestRowCountsSpeakEnglish: "1 row", and a no-op change counts nothing as
+// changed.
+func TestRowCountsSpeakEnglish(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.insert(seed{n: 1}, seed{n: 2, status: oncebox.DLQStatusResolved})
+
+	r := c.run("", "dlq", "list", "--status", "MOVED")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, "(1 row, last page)\n"), r.stdout)
+	r = c.run("", "dlq", "list", "--status", "IN_PROCESS")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, "(0 rows, last page)\n"), r.stdout)
+
+	r = c.run("", "dlq", "resolve", id(2).String())
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "0 of 1 row set to RESOLVED: it is already RESOLVED\n", r.stdout)
+	r = c.run("", "--json", "dlq", "resolve", id(2).String())
+	require.Equal(t, 0, r.code, r.stderr)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Equal(t, float64(0), out["changed"])
+	require.Equal(t, float64(1), out["skipped"])
+
+	r = c.run("", "dlq", "resolve", id(1).String())
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "1 of 1 row set to RESOLVED\n", r.stdout)
+	require.Equal(t, "RESOLVED", c.dlqStatus(1))
+
+	r = c.run("", "dlq", "delete", id(1).String())
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "1 of 1 row deleted\n", r.stdout)
 }
