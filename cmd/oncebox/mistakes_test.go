@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -154,4 +155,15 @@ func TestRowCountsSpeakEnglish(t *testing.T) {
 	r = c.run("", "dlq", "delete", id(1).String())
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "1 of 1 row deleted\n", r.stdout)
+}
+
+// TestAdminServeIdleTimeout: an idle keep-alive connection is closed after
+// 30s by default (not Go's 2 minutes), and the headers have their own limit.
+func TestAdminServeIdleTimeout(t *testing.T) {
+	t.Parallel()
+	cmd := (&app{}).serveCmd()
+	require.Equal(t, "30s", cmd.Flags().Lookup("idle-timeout").DefValue)
+	srv := newServer(nil, defaultReadTimeout, defaultRequestTimeout, defaultIdleTimeout)
+	require.Equal(t, 30*time.Second, srv.IdleTimeout)
+	require.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
 }

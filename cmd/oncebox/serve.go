@@ -206,8 +206,11 @@ const (
 	// writeMargin is the time left to write the response after the
 	// database work: a page is at most 1,000 rows.
 	writeMargin = 30 * time.Second
-	// defaultIdleTimeout closes keep-alive connections left idle.
-	defaultIdleTimeout = 120 * time.Second
+	// defaultIdleTimeout closes keep-alive connections left idle: an
+	// operator's curl or a dashboard polls now and then, and a connection
+	// (with its goroutine) kept for net/http's default of 2 minutes
+	// serves nobody.
+	defaultIdleTimeout = 30 * time.Second
 	// maxHeaderBytes caps the request line and headers: the API needs a
 	// token and a short query string (the status filter takes at most four
 	// values), so 64 KiB is ample; more is a 431.
