@@ -296,7 +296,7 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := f(cmd, args); err != nil {
-			return &opErr{err: err}
+			return &opErr{err: withTablesHint(err)}
 		}
 		return nil
 	}

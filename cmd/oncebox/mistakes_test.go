@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 )
 
 // groups returns the command paths (without "oncebox") of every command
@@ -166,4 +168,51 @@ func TestAdminServeIdleTimeout(t *testing.T) {
 	srv := newServer(nil, defaultReadTimeout, defaultRequestTimeout, defaultIdleTimeout)
 	require.Equal(t, 30*time.Second, srv.IdleTimeout)
 	require.Equal(t, 10*time.Second, srv.ReadHeaderTimeout)
+}
+
+const missingTablesHintStart = "the oncebox tables are not there: run `oncebox migrate`"
+
+// TestMissingTablesHint: status and the dlq commands on a schema that was
+// never migrated say to run migrate, and keep the database's error.
+func TestMissingTablesHint(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewEmptySchema(t)
+	c := &cli{t: t, schema: s}
+	for _, args := range [][]string{
+		{"status"}, {"dlq", "list"}, {"dlq", "show", id(1).String()}, {"dlq", "retry", id(1).String()},
+		{"dlq", "delete", "--all", "--yes"},
+	} {
+		r := c.run("", args...)
+		require.Equal(t, 1, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, missingTablesHintStart, args)
+		require.Contains(t, r.stderr, "42P01", "%v: the original error is kept", args)
+	}
+	// Another error gets no such hint.
+	r := c.run("", "dlq", "show", id(1).String()+"x")
+	require.NotContains(t, r.stderr, missingTablesHintStart)
+}
+
+func TestMissingTablesHintOnMariaDB(t *testing.T) {
+	t.Parallel()
+	c, _ := mariaCLI(t)
+	for _, args := range [][]string{{"status"}, {"dlq", "list"}} {
+		r := c.run("", args...)
+		require.Equal(t, 1, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, missingTablesHintStart, args)
+		require.Contains(t, r.stderr, "1146", "%v: the original error is kept", args)
+	}
+}
+
+// mariaCLI returns a CLI on a fresh, unmigrated MariaDB database.
+func mariaCLI(t *testing.T) (*cli, *dbtest.Env) {
+	t.Helper()
+	var tg dbtest.Target
+	for _, x := range dbtest.Targets() {
+		if x.Name == "mysql" {
+			tg = x
+		}
+	}
+	env := tg.NewEmpty(t)
+	schema := strings.Split(env.Tables.Events, ".")[0]
+	return &cli{t: t, dsn: "mysql://root@127.0.0.1:3306/test", name: schema}, env
 }
