@@ -13,7 +13,7 @@ import (
 // the schema was never migrated, or --schema, --prefix or the DSN's
 // database points elsewhere.
 const missingTablesHint = "the oncebox tables are not there: run `oncebox migrate` " +
-	"(with the same --dsn, --schema, --prefix or --config), or check them"
+	"with the same --dsn, --schema, --prefix and --config, or check those"
 
 // isMissingTable reports whether err is the database saying that a table
 // does not exist: PostgreSQL's SQLSTATE 42P01 (undefined_table, also for a
