@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +217,97 @@ func mariaCLI(t *testing.T) (*cli, *dbtest.Env) {
 	env := tg.NewEmpty(t)
 	schema := strings.Split(env.Tables.Events, ".")[0]
 	return &cli{t: t, dsn: "mysql://root@127.0.0.1:3306/test", name: schema}, env
+}
+
+// tablesIn counts the tables of a PostgreSQL schema.
+func tablesIn(t *testing.T, s *pgtest.Schema) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM information_schema.tables WHERE table_schema = $1", s.Name).Scan(&n))
+	return n
+}
+
+// TestMigrateDryRun: --dry-run reads the applied versions and prints what
+// would run, changing nothing.
+func TestMigrateDryRun(t *testing.T) {
+	t.Parallel()
+	s := pgtest.NewEmptySchema(t)
+	c := &cli{t: t, schema: s}
+
+	r := c.run("", "migrate", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, tablesIn(t, s), "nothing created")
+	first := c.run("", "migrate")
+	require.Equal(t, 0, first.code, first.stderr)
+	want := strings.ReplaceAll(first.stdout, "applied ", "would apply ")
+	want = strings.Replace(want, "schema at version", "schema would be at version", 1)
+	require.Equal(t, "schema empty\n"+want+"dry run: nothing changed\n", r.stdout)
+
+	r = c.run("", "migrate", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "schema up to date at version")
+
+	// Forget the last version: the dry run shows it, with its SQL.
+	mt := s.Dialect.Tables().Migrations
+	var last int
+	require.NoError(t, s.Pool.QueryRow(context.Background(), "SELECT max(version) FROM "+mt).Scan(&last))
+	_, err := s.Pool.Exec(context.Background(), "DELETE FROM "+mt+" WHERE version = $1", last)
+	require.NoError(t, err)
+	tables := tablesIn(t, s)
+	r = c.run("", "migrate", "--dry-run", "--show-sql")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "schema at version "+strconv.Itoa(last-1)+"\nwould apply "+strconv.Itoa(last)+" ")
+	require.Contains(t, r.stdout, "-- oncebox migration "+strconv.Itoa(last)+" (")
+	require.Contains(t, r.stdout, "INSERT INTO "+c.mask(mt))
+	require.NotContains(t, r.stdout, "-- oncebox migration 1 (")
+	require.Equal(t, last-1, s.Count(t, mt, ""), "nothing recorded")
+	require.Equal(t, tables, tablesIn(t, s))
+
+	r = c.run("", "--json", "migrate", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		DryRun         bool `json:"dry_run"`
+		CurrentVersion int  `json:"current_version"`
+		Pending        []struct {
+			Version int    `json:"version"`
+			Name    string `json:"name"`
+		} `json:"pending"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	require.True(t, out.DryRun)
+	require.Equal(t, last-1, out.CurrentVersion)
+	require.Len(t, out.Pending, 1)
+	require.Equal(t, last, out.Pending[0].Version)
+
+	r = c.run("", "migrate", "--show-sql")
+	require.Equal(t, 2, r.code, "--show-sql goes with --dry-run")
+	r = c.run("", "migrate", "--dry-run", "--print-sql")
+	require.Equal(t, 2, r.code, "--dry-run and --print-sql exclude each other")
+}
+
+func TestMigrateDryRunOnMariaDB(t *testing.T) {
+	t.Parallel()
+	c, env := mariaCLI(t)
+	countTables := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, env.DB.QueryRowContext(context.Background(),
+			"SELECT count(*) FROM information_schema.tables WHERE table_schema = ?", c.name).Scan(&n))
+		return n
+	}
+	r := c.run("", "migrate", "--dry-run", "--show-sql")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "schema empty\nwould apply 1 0001_init.sql\n")
+	require.Contains(t, r.stdout, "would apply 1 0001_init.sql")
+	require.Contains(t, r.stdout, "CREATE TABLE")
+	require.Equal(t, 0, countTables(), "nothing created")
+
+	r = c.run("", "migrate")
+	require.Equal(t, 0, r.code, r.stderr)
+	tables := countTables()
+	r = c.run("", "migrate", "--dry-run")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "schema up to date at version")
+	require.Equal(t, tables, countTables())
 }
