@@ -42,6 +42,8 @@ func (f *filterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.source, "source", "", "keep rows of this source: publisher or consumer")
 	fl.StringVar(&f.movedFrom, "moved-from", "", "keep rows moved to the DLQ at or after this time (RFC 3339)")
 	fl.StringVar(&f.movedTo, "moved-to", "", "keep rows moved to the DLQ before this time (RFC 3339)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(dlqStatuses, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("source", cobra.FixedCompletions(dlqSources, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // set reports whether any filter flag was given.

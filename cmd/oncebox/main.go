@@ -217,6 +217,7 @@ func (a *app) rootCmd() *cobra.Command {
 	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(registry.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "json")
 	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd(), a.versionCmd())
+	completeValues(root)
 	return root
 }
 

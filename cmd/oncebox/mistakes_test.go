@@ -311,3 +311,46 @@ func TestMigrateDryRunOnMariaDB(t *testing.T) {
 	require.Contains(t, r.stdout, "schema up to date at version")
 	require.Equal(t, tables, countTables())
 }
+
+// TestCompletionOfValues: the shell scripts complete the values of --status,
+// --source and the sub-commands of every group.
+func TestCompletionOfValues(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t}
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := c.runArgs("", append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var vals []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if strings.HasPrefix(l, ":") {
+				break
+			}
+			vals = append(vals, strings.SplitN(l, "\t", 2)[0])
+		}
+		return vals
+	}
+	for _, cmd := range []string{"list", "retry", "resolve", "delete"} {
+		require.Equal(t, []string{"MOVED", "TO_RETRY", "IN_PROCESS", "RESOLVED"}, complete("dlq", cmd, "--status", ""), cmd)
+		require.Equal(t, []string{"publisher", "consumer"}, complete("dlq", cmd, "--source", ""), cmd)
+	}
+	require.Equal(t, []string{"serve"}, complete("admin", ""))
+	require.Contains(t, complete(""), "migrate")
+	require.Contains(t, complete("migrate", "--"), "--dry-run")
+
+	// What takes no file name says so (directive 4: no file completion);
+	// what takes one keeps it.
+	directive := func(args ...string) string {
+		t.Helper()
+		r := c.runArgs("", append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		return lines[len(lines)-1]
+	}
+	for _, args := range [][]string{{"status", ""}, {"dlq", "show", ""}, {"dlq", "list", "--moved-from", ""},
+		{"--dsn", ""}, {"--schema", ""}, {"admin", "serve", "--addr", ""}, {"migrate", "--from", ""}} {
+		require.Equal(t, ":4", directive(args...), args)
+	}
+	require.Equal(t, ":0", directive("admin", "serve", "--token-file", ""))
+	require.Equal(t, ":16", directive("migrate", "--out-dir", ""), "directories")
+}

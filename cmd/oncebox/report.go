@@ -101,6 +101,7 @@ func (a *app) migrateCmd() *cobra.Command {
 	fl.IntVar(&p.from, "from", 0, "with --print-sql: the version the schema is at (0: empty)")
 	fl.IntVar(&p.to, "to", 0, "with --print-sql: the last version to print (0: the latest)")
 	fl.StringVar(&p.outDir, "out-dir", "", "with --print-sql: write one file per version in this directory instead of stdout")
+	_ = c.MarkFlagDirname("out-dir")
 	fl.BoolVar(&dry.on, "dry-run", false, "connect, read the versions the schema has applied and print the migrations that would run; change nothing")
 	fl.BoolVar(&dry.showSQL, "show-sql", false, "with --dry-run: print the SQL of the migrations that would run")
 	return c

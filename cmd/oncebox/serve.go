@@ -166,6 +166,7 @@ func (a *app) serveCmd() *cobra.Command {
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8081", "address to listen on")
 	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN); visible in ps, prefer the variable or --token-file")
 	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
+	_ = c.MarkFlagFilename("token-file")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
 	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
