@@ -157,9 +157,16 @@ func runEnv(e env) int {
 	// shell is a usage error instead of the help and exit 0. It takes its
 	// output writer when it is added: after SetOut.
 	root.InitDefaultCompletionCmd()
+	// cobra's help command, added here so that `oncebox help dlq lst`
+	// is the unknown command it names (exit 2) instead of a help and exit 0.
+	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
+		switch c.Name() {
+		case "completion":
 			group(c)
+		case "help":
+			c.Run = nil
+			c.RunE = helpTopic
 		}
 	}
 	if e.rootCtx == nil {
@@ -281,6 +288,24 @@ func group(c *cobra.Command) *cobra.Command {
 		return errors.New(msg)
 	}
 	return c
+}
+
+// helpTopic prints the help of the command args name, and refuses as
+// unknown a command that does not exist, with the suggestions of the
+// command itself.
+func helpTopic(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil {
+		return err // the root's "unknown command … Did you mean this?"
+	}
+	if len(rest) > 0 {
+		if cmd.HasSubCommands() && cmd.Args != nil {
+			return cmd.Args(cmd, rest)
+		}
+		return fmt.Errorf("unknown command %q for %q", rest[0], cmd.CommandPath())
+	}
+	cmd.InitDefaultHelpFlag()
+	return cmd.Help()
 }
 
 // args wraps a positional-argument validator so its errors are usage errors.
