@@ -184,7 +184,12 @@ func runEnv(e env) int {
 	}
 	fmt.Fprintf(e.stderr, "oncebox: %s\n", strings.TrimPrefix(err.Error(), "oncebox: "))
 	if code == exitUsage && oe == nil && ee == nil {
-		fmt.Fprintln(e.stderr, "run 'oncebox --help' for usage")
+		path := "oncebox"
+		var uc *unknownCommandError
+		if errors.As(err, &uc) {
+			path = uc.path
+		}
+		fmt.Fprintf(e.stderr, "run '%s --help' for usage\n", path)
 	}
 	return code
 }
@@ -283,12 +288,18 @@ func group(c *cobra.Command) *cobra.Command {
 		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
 		}
-		// A plain error: runEnv makes it exit 2 with the pointer to --help,
-		// as it does cobra's own unknown command.
-		return errors.New(msg)
+		// Not an exitError: runEnv makes it exit 2 with the pointer to
+		// the group's --help, as it does cobra's own unknown command.
+		return &unknownCommandError{path: cmd.CommandPath(), msg: msg}
 	}
 	return c
 }
+
+// unknownCommandError is a sub-command a group does not have; path is the
+// group's command path, whose --help lists them.
+type unknownCommandError struct{ path, msg string }
+
+func (e *unknownCommandError) Error() string { return e.msg }
 
 // helpTopic prints the help of the command args name, and refuses as
 // unknown a command that does not exist, with the suggestions of the
@@ -302,7 +313,7 @@ func helpTopic(c *cobra.Command, args []string) error {
 		if cmd.HasSubCommands() && cmd.Args != nil {
 			return cmd.Args(cmd, rest)
 		}
-		return fmt.Errorf("unknown command %q for %q", rest[0], cmd.CommandPath())
+		return &unknownCommandError{path: cmd.CommandPath(), msg: fmt.Sprintf("unknown command %q for %q", rest[0], cmd.CommandPath())}
 	}
 	cmd.InitDefaultHelpFlag()
 	return cmd.Help()

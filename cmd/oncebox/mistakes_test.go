@@ -51,6 +51,7 @@ func TestUnknownSubcommandOfAGroup(t *testing.T) {
 		named := strings.TrimSpace(strings.Join(append([]string{"oncebox"}, g...), " "))
 		named = strings.Replace(named, "oncebox help", "oncebox", 1)
 		require.Contains(t, r.stderr, `unknown command "nope-nope" for "`+named+`"`, g)
+		require.True(t, strings.HasSuffix(r.stderr, "\nrun '"+named+" --help' for usage\n"), "%v: %s", g, r.stderr)
 
 		// Without a sub-command the group prints its help and succeeds.
 		r = c.runArgs("", g...)
