@@ -287,6 +287,18 @@ func TestMigrateDryRun(t *testing.T) {
 	require.Len(t, out.Pending, 1)
 	require.Equal(t, last, out.Pending[0].Version)
 
+	r = c.run("", "--json", "migrate", "--dry-run", "--show-sql")
+	require.Equal(t, 0, r.code, r.stderr)
+	var withSQL struct {
+		Pending []struct {
+			SQL string `json:"sql"`
+		} `json:"pending"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &withSQL), r.stdout)
+	require.Len(t, withSQL.Pending, 1)
+	require.Contains(t, withSQL.Pending[0].SQL, "-- oncebox migration "+strconv.Itoa(last)+" (")
+	require.Equal(t, last-1, s.Count(t, mt, ""), "nothing recorded")
+
 	r = c.run("", "migrate", "--show-sql")
 	require.Equal(t, 2, r.code, "--show-sql goes with --dry-run")
 	r = c.run("", "migrate", "--dry-run", "--print-sql")
