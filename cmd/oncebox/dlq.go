@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -36,11 +37,13 @@ type filterFlags struct {
 
 func (f *filterFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringArrayVar(&f.statuses, "status", nil, "keep rows in this status: MOVED, TO_RETRY, IN_PROCESS, RESOLVED (repeatable)")
+	fl.StringArrayVar(&f.statuses, "status", nil, "keep rows in this status: "+strings.Join(dlqStatuses, ", ")+" (repeatable, or comma-separated)")
 	fl.StringVar(&f.eventType, "event-type", "", "keep rows of this event type")
 	fl.StringVar(&f.source, "source", "", "keep rows of this source: publisher or consumer")
 	fl.StringVar(&f.movedFrom, "moved-from", "", "keep rows moved to the DLQ at or after this time (RFC 3339)")
 	fl.StringVar(&f.movedTo, "moved-to", "", "keep rows moved to the DLQ before this time (RFC 3339)")
+	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(dlqStatuses, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("source", cobra.FixedCompletions(dlqSources, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // set reports whether any filter flag was given.
@@ -48,15 +51,45 @@ func (f *filterFlags) set() bool {
 	return len(f.statuses) > 0 || f.eventType != "" || f.source != "" || f.movedFrom != "" || f.movedTo != ""
 }
 
+// dlqStatuses and dlqSources are the values --status and --source take, in
+// the order the help, the errors and the shell completion list them.
+var (
+	dlqStatuses = []string{string(oncebox.DLQStatusMoved), string(oncebox.DLQStatusToRetry),
+		string(oncebox.DLQStatusInProcess), string(oncebox.DLQStatusResolved)}
+	dlqSources = []string{string(oncebox.DLQSourcePublisher), string(oncebox.DLQSourceConsumer)}
+)
+
+// filterFields names the flags behind dlq.Filter's fields in its errors.
+var filterFields = strings.NewReplacer("Filter.Statuses", "--status", "Filter.EventType", "--event-type",
+	"Filter.Source", "--source", "Filter.MovedFrom", "--moved-from", "Filter.MovedTo", "--moved-to")
+
+// either writes values as "a, b and c".
+func either(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " and " + values[len(values)-1]
+}
+
 func (f *filterFlags) filter() (dlq.Filter, error) {
 	var out dlq.Filter
 	for _, s := range f.statuses {
 		for _, p := range strings.Split(s, ",") {
-			out.Statuses = append(out.Statuses, oncebox.DLQStatus(strings.ToUpper(strings.TrimSpace(p))))
+			st := strings.ToUpper(strings.TrimSpace(p))
+			if !slices.Contains(dlqStatuses, st) {
+				return out, usageErr("--status: unknown status %q; the statuses are %s", p, either(dlqStatuses))
+			}
+			out.Statuses = append(out.Statuses, oncebox.DLQStatus(st))
 		}
 	}
 	out.EventType = f.eventType
-	out.Source = oncebox.DLQSource(strings.ToLower(f.source))
+	if f.source != "" {
+		src := strings.ToLower(f.source)
+		if !slices.Contains(dlqSources, src) {
+			return out, usageErr("--source: unknown source %q; the sources are %s", f.source, either(dlqSources))
+		}
+		out.Source = oncebox.DLQSource(src)
+	}
 	var err error
 	if f.movedFrom != "" {
 		if out.MovedFrom, err = time.Parse(time.RFC3339Nano, f.movedFrom); err != nil {
@@ -69,16 +102,19 @@ func (f *filterFlags) filter() (dlq.Filter, error) {
 		}
 	}
 	if err := out.Validate(); err != nil {
-		return out, &exitError{code: exitUsage, err: err}
+		// The flags' names, not the Go fields'; the sentinel's and the
+		// package's prefixes say nothing to the operator.
+		msg := strings.TrimPrefix(err.Error(), oncebox.ErrInvalidInput.Error()+": dlq: ")
+		return out, usageErr("%s", filterFields.Replace(msg))
 	}
 	return out, nil
 }
 
 func (a *app) dlqCmd() *cobra.Command {
-	c := &cobra.Command{
+	c := group(&cobra.Command{
 		Use:   "dlq",
 		Short: "List, show, retry, resolve and delete dead letter queue rows",
-	}
+	})
 	c.AddCommand(a.dlqListCmd(), a.dlqShowCmd(),
 		a.dlqActCmd("retry", "Mark rows TO_RETRY: the relay's dlq-retry job puts them back in the outbox", oncebox.DLQStatusToRetry),
 		a.dlqActCmd("resolve", "Mark rows RESOLVED: the dlq-clean-up job deletes them after the TTL", oncebox.DLQStatusResolved),
@@ -145,7 +181,7 @@ func (a *app) dlqListCmd() *cobra.Command {
 			case next != nil:
 				fmt.Fprintf(a.stdout, "next cursor: %s\n", next)
 			default:
-				fmt.Fprintf(a.stdout, "(%d rows, last page)\n", len(rows))
+				fmt.Fprintf(a.stdout, "(%s, last page)\n", count(len(rows), "row"))
 			}
 			return nil
 		}),
@@ -154,6 +190,19 @@ func (a *app) dlqListCmd() *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", dlq.DefaultLimit, fmt.Sprintf("rows per page, 1 to %d", dlq.MaxLimit))
 	c.Flags().StringVar(&cursor, "cursor", "", "the next cursor a previous page printed")
 	return c
+}
+
+// count writes n and the noun: count(1, "row") is "1 row", count(2, "row")
+// "2 rows"; a noun whose plural is not noun+"s" gives both forms.
+func count(n int, forms ...string) string {
+	one, many := forms[0], forms[0]+"s"
+	if len(forms) > 1 {
+		many = forms[1]
+	}
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 func dash(s string) string {
@@ -290,18 +339,32 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 			}
 			defer done()
 			var matched, changed int
+			already := false // the one id given is at the status already
 			switch {
-			case len(ids) == 1:
+			case len(ids) == 1 && to == "":
 				matched = 1
-				if to == "" {
-					err = st.Delete(ctx, ids[0])
-				} else {
-					err = st.SetStatus(ctx, ids[0], to)
-				}
-				if err != nil {
+				if err := st.Delete(ctx, ids[0]); err != nil {
 					return err
 				}
 				changed = 1
+			case len(ids) == 1:
+				matched = 1
+				// The statement's count tells a change from a no-op, which
+				// SetStatus does not; SetStatus then explains a row not
+				// changed: an error (not found, IN_PROCESS, a change not
+				// allowed), or nil when the row is at the status already.
+				// Should the row leave IN_PROCESS between the two
+				// statements, SetStatus changes it and this reports it as
+				// already there: the status is right, the count is 0.
+				if changed, err = st.SetStatusMany(ctx, ids, to); err != nil {
+					return err
+				}
+				if changed == 0 {
+					if err := st.SetStatus(ctx, ids[0], to); err != nil {
+						return err
+					}
+					already = true
+				}
 			case len(ids) > 1:
 				matched = len(ids)
 				if to == "" {
@@ -320,7 +383,7 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 					break
 				}
 				if !yes {
-					fmt.Fprintf(a.stderr, "%d rows match; type yes to continue: ", matched)
+					fmt.Fprintf(a.stderr, "%s; type yes to continue: ", count(matched, "row matches", "rows match"))
 					line, _ := bufio.NewReader(a.stdin).ReadString('\n')
 					if strings.TrimSpace(line) != "yes" {
 						return errAborted
@@ -343,8 +406,11 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 				return writeJSON(a.stdout, out)
 			}
 			verb := map[string]string{"retry": "set to TO_RETRY", "resolve": "set to RESOLVED", "delete": "deleted"}[name]
-			fmt.Fprintf(a.stdout, "%d of %d rows %s", changed, matched, verb)
-			if skipped := matched - changed; skipped > 0 {
+			fmt.Fprintf(a.stdout, "%d of %s %s", changed, count(matched, "row"), verb)
+			switch skipped := matched - changed; {
+			case already:
+				fmt.Fprintf(a.stdout, ": it is already %s", to)
+			case skipped > 0:
 				fmt.Fprintf(a.stdout, "; %d skipped (not found, IN_PROCESS, already there or changed meanwhile)", skipped)
 			}
 			fmt.Fprintln(a.stdout)

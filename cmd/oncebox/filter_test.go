@@ -13,5 +13,5 @@ func TestEventTypeFilterMustBeText(t *testing.T) {
 	c := newCLI(t)
 	r := c.run("", "dlq", "list", "--event-type", "order\xff")
 	require.Equal(t, exitUsage, r.code, r.stderr)
-	require.Contains(t, r.stderr, "Filter.EventType: is not valid UTF-8")
+	require.Equal(t, "oncebox: --event-type: is not valid UTF-8\n", r.stderr)
 }

@@ -157,11 +157,16 @@ func runEnv(e env) int {
 	// shell is a usage error instead of the help and exit 0. It takes its
 	// output writer when it is added: after SetOut.
 	root.InitDefaultCompletionCmd()
+	// cobra's help command, added here so that `oncebox help dlq lst`
+	// is the unknown command it names (exit 2) instead of a help and exit 0.
+	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
-			// Runnable, or cobra shows the help before it checks Args.
-			c.Args = usageArgs(cobra.NoArgs)
-			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		switch c.Name() {
+		case "completion":
+			group(c)
+		case "help":
+			c.Run = nil
+			c.RunE = helpTopic
 		}
 	}
 	if e.rootCtx == nil {
@@ -179,7 +184,12 @@ func runEnv(e env) int {
 	}
 	fmt.Fprintf(e.stderr, "oncebox: %s\n", strings.TrimPrefix(err.Error(), "oncebox: "))
 	if code == exitUsage && oe == nil && ee == nil {
-		fmt.Fprintln(e.stderr, "run 'oncebox --help' for usage")
+		path := "oncebox"
+		var uc *unknownCommandError
+		if errors.As(err, &uc) {
+			path = uc.path
+		}
+		fmt.Fprintf(e.stderr, "run '%s --help' for usage\n", path)
 	}
 	return code
 }
@@ -195,7 +205,16 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		PersistentPreRunE: a.applyConfig,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// `oncebox dlq retyr --all`: cobra parses the group's flags before
+		// its arguments; the mistyped command is the mistake to report.
+		if cmd.HasParent() && cmd.HasSubCommands() && cmd.Args != nil {
+			if args := cmd.Flags().Args(); len(args) > 0 {
+				if aerr := cmd.Args(cmd, args); aerr != nil {
+					return aerr
+				}
+			}
+		}
 		return &exitError{code: exitUsage, err: err}
 	})
 	pf := root.PersistentFlags()
@@ -206,10 +225,11 @@ func (a *app) rootCmd() *cobra.Command {
 	pf.StringVar(&a.g.config, "config", "", "the service's YAML configuration (oncebox.LoadConfig's): its tables.schema, tables.prefix and database, which flags override")
 	pf.BoolVar(&a.g.json, "json", false, "machine-readable JSON output")
 	pf.BoolVar(&a.g.noHeaders, "no-headers", false, "print tables without their header, title and footer lines")
-	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work")
+	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit of the command's database work (positive)")
 	_ = root.RegisterFlagCompletionFunc("database", cobra.FixedCompletions(registry.Names(), cobra.ShellCompDirectiveNoFileComp))
 	_ = root.MarkPersistentFlagFilename("config", "yaml", "yml", "json")
 	root.AddCommand(a.migrateCmd(), a.statusCmd(), a.dlqCmd(), a.adminCmd(), a.versionCmd())
+	completeValues(root)
 	return root
 }
 
@@ -217,6 +237,11 @@ func (a *app) rootCmd() *cobra.Command {
 // the database that no flag gave, so that the CLI addresses the tables of
 // the service the file configures. A flag given, even empty, wins.
 func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
+	// A zero or negative limit would end every command at once with a
+	// "context deadline exceeded" that does not name the flag.
+	if a.g.timeout <= 0 {
+		return usageErr("--timeout must be positive (e.g. 30s, 2m), got %s", a.g.timeout)
+	}
 	if a.g.config != "" {
 		cfg, err := oncebox.LoadConfigFile(a.g.config)
 		if err != nil {
@@ -247,6 +272,53 @@ func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
 	return nil
 }
 
+// group makes c, a command with sub-commands, refuse an unknown
+// sub-command as the root does (exit 2, "unknown command … Did you mean
+// this?") instead of printing its help and exiting 0, which a script would
+// take for success. Without an argument it prints its help.
+func group(c *cobra.Command) *cobra.Command {
+	// Runnable, or cobra shows the help before it checks Args.
+	c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	c.SuggestionsMinimumDistance = 2 // the root's default, which cobra sets on the root alone
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+		}
+		// Not an exitError: runEnv makes it exit 2 with the pointer to
+		// the group's --help, as it does cobra's own unknown command.
+		return &unknownCommandError{path: cmd.CommandPath(), msg: msg}
+	}
+	return c
+}
+
+// unknownCommandError is a sub-command a group does not have; path is the
+// group's command path, whose --help lists them.
+type unknownCommandError struct{ path, msg string }
+
+func (e *unknownCommandError) Error() string { return e.msg }
+
+// helpTopic prints the help of the command args name, and refuses as
+// unknown a command that does not exist, with the suggestions of the
+// command itself.
+func helpTopic(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
+	if err != nil {
+		return err // the root's "unknown command … Did you mean this?"
+	}
+	if len(rest) > 0 {
+		if cmd.HasSubCommands() && cmd.Args != nil {
+			return cmd.Args(cmd, rest)
+		}
+		return &unknownCommandError{path: cmd.CommandPath(), msg: fmt.Sprintf("unknown command %q for %q", rest[0], cmd.CommandPath())}
+	}
+	cmd.InitDefaultHelpFlag()
+	return cmd.Help()
+}
+
 // args wraps a positional-argument validator so its errors are usage errors.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
@@ -261,7 +333,7 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := f(cmd, args); err != nil {
-			return &opErr{err: err}
+			return &opErr{err: withTablesHint(err)}
 		}
 		return nil
 	}

@@ -20,19 +20,31 @@ import (
 
 func (a *app) migrateCmd() *cobra.Command {
 	var p printSQL
+	var dry struct{ on, showSQL bool }
 	c := &cobra.Command{
 		Use:   "migrate",
-		Short: "Apply the schema's migrations that are not applied yet, or print their SQL (--print-sql)",
+		Short: "Apply the schema's migrations that are not applied yet, show them (--dry-run) or print their SQL (--print-sql)",
 		Long: "Apply the schema's migrations that are not applied yet, in one transaction under a lock.\n\n" +
+			"With --dry-run, read the versions the live schema has applied and print the migrations that\n" +
+			"would run (--show-sql: and their SQL), changing nothing.\n\n" +
 			"With --print-sql, connect to nothing and print the SQL of the migrations instead, for a team\n" +
 			"that applies the schema with its own tool (goose, Flyway, Atlas, psql): see docs/schema.md.",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			if p.on && dry.on {
+				return usageErr("--print-sql and --dry-run exclude each other: --print-sql connects to nothing, --dry-run reads the live schema")
+			}
+			if dry.showSQL && !dry.on {
+				return usageErr("--show-sql goes with --dry-run (--print-sql prints the SQL without connecting)")
+			}
 			if p.on {
 				return a.printSQL(p)
 			}
 			if p.from != 0 || p.to != 0 || p.outDir != "" {
 				return usageErr("--from, --to and --out-dir go with --print-sql")
+			}
+			if dry.on {
+				return a.dryRun(cmd, dry.showSQL)
 			}
 			ctx, c, done, err := a.open(cmd)
 			if err != nil {
@@ -89,6 +101,9 @@ func (a *app) migrateCmd() *cobra.Command {
 	fl.IntVar(&p.from, "from", 0, "with --print-sql: the version the schema is at (0: empty)")
 	fl.IntVar(&p.to, "to", 0, "with --print-sql: the last version to print (0: the latest)")
 	fl.StringVar(&p.outDir, "out-dir", "", "with --print-sql: write one file per version in this directory instead of stdout")
+	_ = c.MarkFlagDirname("out-dir")
+	fl.BoolVar(&dry.on, "dry-run", false, "connect, read the versions the schema has applied and print the migrations that would run; change nothing")
+	fl.BoolVar(&dry.showSQL, "show-sql", false, "with --dry-run: print the SQL of the migrations that would run")
 	return c
 }
 
@@ -236,9 +251,12 @@ func (a *app) printSQL(p printSQL) error {
 	if err != nil {
 		return err
 	}
+	if err := checkVersions(d, p.from, p.to); err != nil {
+		return err
+	}
 	scripts, err := migrate.Statements(d, p.from, p.to)
 	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("--from/--to: %w", err)}
+		return err
 	}
 	if len(scripts) == 0 {
 		fmt.Fprintf(a.stderr, "oncebox: no migration above version %d: nothing to print\n", p.from)
@@ -256,6 +274,103 @@ func (a *app) printSQL(p printSQL) error {
 			return fmt.Errorf("--out-dir: %w", err)
 		}
 		fmt.Fprintln(a.stderr, "wrote", path)
+	}
+	return nil
+}
+
+// checkVersions refuses a --from or --to that is not a version of d's
+// migrations, naming the flag and listing the versions.
+func checkVersions(d dialects.Dialect, from, to int) error {
+	ms, err := d.Migrations()
+	if err != nil {
+		return err
+	}
+	latest := len(ms)
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = fmt.Sprintf("%d %s", m.Version, m.Name)
+	}
+	versions := fmt.Sprintf("the versions are %s (--from 0: an empty schema; --to 0: the latest)", strings.Join(names, ", "))
+	switch {
+	case from < 0 || from > latest:
+		return usageErr("--from %d: no such version; %s", from, versions)
+	case to < 0 || to > latest:
+		return usageErr("--to %d: no such version; %s", to, versions)
+	case to != 0 && from > to:
+		return usageErr("--from %d is above --to %d; %s", from, to, versions)
+	}
+	return nil
+}
+
+// dryRun prints the migrations migrate would apply to the live schema: it
+// reads the versions recorded in the migrations table (none when the table
+// does not exist) and takes no lock, so another instance may apply them
+// meanwhile. With showSQL it prints their SQL, as --print-sql does.
+func (a *app) dryRun(cmd *cobra.Command, showSQL bool) error {
+	ctx, c, done, err := a.open(cmd)
+	if err != nil {
+		return err
+	}
+	defer done()
+	applied, err := migrate.Applied(ctx, c.db, c.d)
+	if err != nil {
+		if !isMissingTable(err) {
+			return err
+		}
+		applied = map[int]bool{}
+	}
+	ms, err := c.d.Migrations()
+	if err != nil {
+		return err
+	}
+	type pending struct {
+		Version int    `json:"version"`
+		Name    string `json:"name"`
+		SQL     string `json:"sql,omitempty"`
+	}
+	todo := []pending{}
+	current, target := 0, 0
+	for _, m := range ms {
+		target = max(target, m.Version)
+		if applied[m.Version] {
+			current = max(current, m.Version)
+			continue
+		}
+		p := pending{Version: m.Version, Name: m.Name}
+		if showSQL {
+			scripts, err := migrate.Statements(c.d, m.Version-1, m.Version)
+			if err != nil {
+				return err
+			}
+			for _, s := range scripts {
+				p.SQL += s.Text()
+			}
+		}
+		todo = append(todo, p)
+	}
+	if a.g.json {
+		return writeJSON(a.stdout, map[string]any{"dry_run": true, "current_version": current,
+			"target_version": target, "pending": todo})
+	}
+	switch {
+	case len(todo) == 0:
+		fmt.Fprintf(a.stdout, "schema up to date at version %d; nothing would be applied\n", current)
+	default:
+		if current == 0 {
+			fmt.Fprintln(a.stdout, "schema empty")
+		} else {
+			fmt.Fprintf(a.stdout, "schema at version %d\n", current)
+		}
+		for _, p := range todo {
+			fmt.Fprintf(a.stdout, "would apply %d %s\n", p.Version, p.Name)
+		}
+		fmt.Fprintf(a.stdout, "schema would be at version %d\n", target)
+	}
+	fmt.Fprintln(a.stdout, "dry run: nothing changed")
+	for _, p := range todo {
+		if p.SQL != "" {
+			fmt.Fprint(a.stdout, "\n"+p.SQL)
+		}
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ import (
 )
 
 func (a *app) adminCmd() *cobra.Command {
-	c := &cobra.Command{Use: "admin", Short: "Administration servers"}
+	c := group(&cobra.Command{Use: "admin", Short: "Administration servers"})
 	c.AddCommand(a.serveCmd())
 	return c
 }
@@ -166,6 +166,7 @@ func (a *app) serveCmd() *cobra.Command {
 	c.Flags().StringVar(&addr, "addr", "127.0.0.1:8081", "address to listen on")
 	c.Flags().StringVar(&token, "token", "", "bearer token callers must send (default $ONCEBOX_ADMIN_TOKEN); visible in ps, prefer the variable or --token-file")
 	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
+	_ = c.MarkFlagFilename("token-file")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
 	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
@@ -206,8 +207,11 @@ const (
 	// writeMargin is the time left to write the response after the
 	// database work: a page is at most 1,000 rows.
 	writeMargin = 30 * time.Second
-	// defaultIdleTimeout closes keep-alive connections left idle.
-	defaultIdleTimeout = 120 * time.Second
+	// defaultIdleTimeout closes keep-alive connections left idle: an
+	// operator's curl or a dashboard polls now and then, and a connection
+	// (with its goroutine) kept for net/http's default of 2 minutes
+	// serves nobody.
+	defaultIdleTimeout = 30 * time.Second
 	// maxHeaderBytes caps the request line and headers: the API needs a
 	// token and a short query string (the status filter takes at most four
 	// values), so 64 KiB is ample; more is a 431.
