@@ -436,11 +436,27 @@ func (a *app) runPrizeSenderService(ctx context.Context) (stop func() error, err
 	if err != nil {
 		return nil, errors.Join(err, kafkaSubscriber.Close())
 	}
+	// The consuming side, composed: the poison queue (a message that keeps
+	// failing is parked in the DLQ table and acked, instead of blocking the
+	// subscription), Watermill's Retry, and the inbox innermost, so that
+	// each attempt is a transaction of its own.
+	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{
+		DB:      sql.BeginnerFromStdSQL(a.db),
+		Dialect: a.dialect,
+		Key:     eventKey,
+	}, logger)
+	if err != nil {
+		return nil, errors.Join(err, kafkaSubscriber.Close())
+	}
+	consumer, err := middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: poison, Inbox: inbox, Retry: a.cfg.Inbox.Retry}, logger)
+	if err != nil {
+		return nil, errors.Join(err, kafkaSubscriber.Close())
+	}
 	router, err := message.NewRouter(message.RouterConfig{}, logger)
 	if err != nil {
 		return nil, errors.Join(err, kafkaSubscriber.Close())
 	}
-	router.AddMiddleware(inbox.Middleware)
+	router.AddMiddleware(consumer.Middleware)
 	router.AddConsumerHandler("send_prize", lotteryConcludedEvent, kafkaSubscriber, func(msg *message.Message) error {
 		event := LotteryConcludedEvent{}
 		if err := json.Unmarshal(msg.Payload, &event); err != nil {
