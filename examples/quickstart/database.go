@@ -89,9 +89,11 @@ func openDatabase(ctx context.Context, rawURL string) (*demoDB, error) {
 // (docs/sqlite.md): every transaction begins IMMEDIATE (the write lock is
 // taken at BEGIN, so two writers wait for each other instead of failing
 // with SQLITE_BUSY at their first write), a busy timeout, WAL (readers do
-// not block the writer).
+// not block the writer), and times stored and read as INTEGER
+// microseconds.
 func sqliteDSN(file string) string {
-	return "file:" + file + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	return "file:" + file + "?_txlock=immediate&_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		"&_inttotime=1&_time_integer_format=unix_micro"
 }
 
 func openSQLite() (*demoDB, error) {
