@@ -184,3 +184,54 @@ func dsnHasPassword(dsn string) bool {
 func (a *app) warnFlagSecret(name, instead string) {
 	fmt.Fprintf(a.stderr, "oncebox: warning: %s is visible to other users of the machine in the process list (ps); use %s instead\n", name, instead)
 }
+
+// sqliteParams are the DSN parameters oncebox needs on SQLite
+// (docs/sqlite.md), added to a DSN that does not set them: every
+// transaction BEGIN IMMEDIATE, a busy timeout, and times stored and read as
+// INTEGER microseconds. The journal mode is the file's own and is left
+// alone.
+var sqliteParams = []struct{ key, value, present string }{
+	{"_txlock", "immediate", "_txlock="},
+	{"_pragma", "busy_timeout(10000)", "busy_timeout"},
+	{"_inttotime", "1", "_inttotime="},
+	{"_time_integer_format", "unix_micro", "_time_integer_format="},
+}
+
+// sqliteDriverDSN turns sqlite:///path/to/file.db (or sqlite://file.db,
+// relative, or a DSN already in the driver's form file:…) into
+// modernc.org/sqlite's DSN, file:<path>?<params>, with the parameters of
+// sqliteParams the DSN does not set.
+func sqliteDriverDSN(dsn string) (string, error) {
+	path, query := dsn, ""
+	if i := strings.IndexByte(dsn, '?'); i >= 0 {
+		path, query = dsn[:i], dsn[i+1:]
+	}
+	switch {
+	case strings.HasPrefix(path, "file:"):
+		path = strings.TrimPrefix(path, "file:")
+	default:
+		scheme, rest, ok := strings.Cut(path, "://")
+		if !ok || (scheme != "sqlite" && scheme != "sqlite3") {
+			return "", dsnError(dsn, "is not a SQLite DSN: use sqlite:///path/to/file.db or file:/path/to/file.db")
+		}
+		p, err := url.PathUnescape(rest)
+		if err != nil {
+			return "", dsnError(dsn, "cannot read the file's path: %-escape only what a URL path must")
+		}
+		path = p
+	}
+	if path == "" {
+		return "", dsnError(dsn, "names no file: use sqlite:///path/to/file.db")
+	}
+	params := query
+	for _, p := range sqliteParams {
+		if strings.Contains(query, p.present) {
+			continue
+		}
+		if params != "" {
+			params += "&"
+		}
+		params += p.key + "=" + p.value
+	}
+	return "file:" + path + "?" + params, nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 	_ "github.com/sijms/go-ora/v2" // the "oracle" driver
+	_ "modernc.org/sqlite"         // the "sqlite" driver (pure Go)
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -353,6 +354,9 @@ func (c *conn) Close() { c.close() }
 // oracle://…); "postgres" for anything else: postgres://… and
 // PostgreSQL's key=value form, which has no scheme.
 func dialectOf(dsn string) string {
+	if strings.HasPrefix(dsn, "file:") {
+		return "sqlite" // modernc.org/sqlite's own form
+	}
 	if db, ok := registry.ForURL(dsn); ok {
 		return db.Name
 	}
@@ -422,18 +426,25 @@ func (a *app) connect(ctx context.Context) (*conn, error) {
 	return &conn{db: wsql.BeginnerFromPgx(pool), d: d, close: pool.Close}, nil
 }
 
-// connectStd opens a database/sql pool on MySQL/MariaDB (go-sql-driver) or
-// Oracle (go-ora).
+// connectStd opens a database/sql pool on MySQL/MariaDB (go-sql-driver),
+// SQLite (modernc.org/sqlite) or Oracle (go-ora).
 func connectStd(ctx context.Context, name, dsn string, d dialects.Dialect) (*conn, error) {
 	driverName, driverDSN := "oracle", dsn
 	var sec secrets
-	if name == "mysql" {
+	switch name {
+	case "sqlite":
+		fileDSN, err := sqliteDriverDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		driverName, driverDSN = "sqlite", fileDSN
+	case "mysql":
 		cfg, err := mysqlConfig(dsn)
 		if err != nil {
 			return nil, err
 		}
 		driverName, driverDSN, sec = "mysql", cfg.FormatDSN(), secretsOf(cfg.Passwd)
-	} else {
+	default:
 		// go-ora quotes the DSN in its parse errors: parse it first.
 		u, err := url.Parse(dsn)
 		if err != nil {
