@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // runner is the lifecycle of the relay and the inbox cleaner.
@@ -32,14 +35,14 @@ type runner interface {
 // error; the relay does not
 // start if the router stopped first. A service with nothing to run just
 // waits. Run may be called once; after Close it returns at once.
-func (s *Service) Run(ctx context.Context) error {
+func (s *Service) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
 		return errors.New("oncebox: service: Run called twice")
 	}
 	s.started = true
-	goFuncs := s.goFuncs
+	goFuncs, goNames := s.goFuncs, s.goNames
 	s.mu.Unlock()
 	defer close(s.done)
 	defer s.markRunning()
@@ -67,10 +70,17 @@ func (s *Service) Run(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	start := func(run func(context.Context) error, stopped chan<- struct{}) {
-		wg.Add(1)
+	// launch runs run; group, when not nil, counts it (the functions given
+	// to Go are waited for through their stopped channel instead, for at
+	// most the close timeout).
+	launch := func(group *sync.WaitGroup, run func(context.Context) error, stopped chan<- struct{}) {
+		if group != nil {
+			group.Add(1)
+		}
 		go func() {
-			defer wg.Done()
+			if group != nil {
+				defer group.Done()
+			}
 			err := run(ctx)
 			mu.Lock()
 			errs = append(errs, err)
@@ -81,8 +91,11 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, fn := range goFuncs {
-		start(fn, nil)
+	start := func(run func(context.Context) error, stopped chan<- struct{}) { launch(&wg, run, stopped) }
+	goStopped := make([]chan struct{}, len(goFuncs))
+	for i, fn := range goFuncs {
+		goStopped[i] = make(chan struct{})
+		launch(nil, fn, goStopped[i])
 	}
 	if s.inbox != nil {
 		// The inbox's misuse (Retry inside it) ends the run with its error.
@@ -126,7 +139,51 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	stuck := s.waitGoFuncs(goStopped, goNames)
+	mu.Lock()
+	// A function given to Go that is still running may yet append to errs:
+	// join a copy.
+	err = errors.Join(append(append([]error(nil), errs...), stuck)...)
+	mu.Unlock()
+	s.closeErr = stuck
+	return err
+}
+
+// waitGoFuncs waits, for at most the close timeout on the service's clock,
+// for the functions given to Go to return (their contexts are cancelled),
+// and returns an error naming those still running then; nil if none.
+func (s *Service) waitGoFuncs(stopped []chan struct{}, names []string) error {
+	var timer clock.Timer
+	for i, done := range stopped {
+		select {
+		case <-done:
+			continue
+		default:
+		}
+		if timer == nil {
+			timer = clock.NewTimer(s.clock, s.closeTimeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-done:
+			continue
+		case <-timer.Chan():
+		}
+		var left []string
+		for j := i; j < len(stopped); j++ {
+			select {
+			case <-stopped[j]:
+			default:
+				left = append(left, names[j])
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		return fmt.Errorf("oncebox: service: %s did not return within %s (WithCloseTimeout) after its context was cancelled: "+
+			"a function given to Go must return once its ctx is done; it is left running", strings.Join(left, ", "), s.closeTimeout)
+	}
+	return nil
 }
 
 // startRunners starts the relay and the inbox cleaner with start, and marks
@@ -166,7 +223,9 @@ func (s *Service) Running() chan struct{} { return s.running }
 // more than once, from any goroutine, and before Run, which then returns at
 // once. Run closes the router of WithRouter if it ran it (a router Run
 // never ran holds no subscription and is left as it is); Close closes
-// neither the database nor the relay's publisher.
+// neither the database nor the relay's publisher. Its error names the
+// functions given to Go that did not return within the close timeout
+// (WithCloseTimeout); Run's other errors are Run's.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
@@ -177,5 +236,5 @@ func (s *Service) Close() error {
 		return nil
 	}
 	<-s.done
-	return nil
+	return s.closeErr
 }
