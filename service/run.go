@@ -52,9 +52,9 @@ func (s *Service) Run(ctx context.Context) (err error) {
 	default:
 	}
 	for _, w := range s.warnings {
-		// Watermill's logger has no warning level: an error without an
-		// error value is how its adapters print one.
-		s.logger.Error("Start-up check: "+w, nil, nil)
+		// Watermill's logger has no warning level, and an ERROR line with
+		// err=<nil> reads as a bug: the warning is the error.
+		s.logger.Error("Start-up check", errors.New(w), nil)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,7 +121,7 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		}
 	}
 	if ctx.Err() == nil {
-		s.startRunners(start, &wg)
+		s.startRunners(ctx, start, &wg)
 	}
 	<-ctx.Done()
 	if s.router != nil {
@@ -188,7 +188,7 @@ func (s *Service) waitGoFuncs(stopped []chan struct{}, names []string) error {
 
 // startRunners starts the relay and the inbox cleaner with start, and marks
 // the service running once they all run.
-func (s *Service) startRunners(start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
+func (s *Service) startRunners(ctx context.Context, start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
 	var runners []runner
 	if s.relay != nil {
 		runners = append(runners, s.relay)
@@ -196,8 +196,10 @@ func (s *Service) startRunners(start func(func(context.Context) error, chan<- st
 	if s.cleaner != nil {
 		runners = append(runners, s.cleaner)
 	}
-	for _, r := range runners {
-		start(r.Run, nil)
+	returned := make([]chan struct{}, len(runners))
+	for i, r := range runners {
+		returned[i] = make(chan struct{})
+		start(r.Run, returned[i])
 	}
 	wg.Add(1)
 	go func() {
@@ -207,6 +209,20 @@ func (s *Service) startRunners(start func(func(context.Context) error, chan<- st
 			<-r.Running()
 		}
 		s.markRunning()
+		// A runner that failed at start (the relay's start-up check) closed
+		// its Running too: no "Service running" then. (Its Running closes
+		// just before its Run returns, so a line may still slip out between
+		// the two; Run's error says what happened.)
+		if ctx.Err() != nil {
+			return
+		}
+		for _, ch := range returned {
+			select {
+			case <-ch:
+				return
+			default:
+			}
+		}
 		s.logger.Info("Service running", watermill.LogFields{"relay": s.relay != nil, "inbox": s.inbox != nil,
 			"router": s.router != nil, "database": s.dialect.Name(), "outbox": s.dialect.Tables().Events})
 	}()

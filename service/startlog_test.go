@@ -1,0 +1,41 @@
+package service_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/stretchr/testify/require"
+
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/service"
+)
+
+// The start-up checks' warnings are logged with the warning as the error
+// (they were logged at ERROR with err=<nil>), and a service whose relay
+// fails its start-up check does not log "Service running".
+func TestStartUpLogs(t *testing.T) {
+	tg := dbtest.Targets()[0]
+	b := setup(t, tg)
+	e := tg.NewEmpty(t) // not migrated: the relay's start-up check refuses it
+	schema := e.Tables.Events[:len(e.Tables.Events)-len(".outbox_events")]
+	logs := watermill.NewCaptureLogger()
+	svc, err := service.New(e.Beginner, config(t, "  tables: {schema: %s}\n  outbox: {sender: {type: kafka}}\n", schema), logs,
+		service.WithRelay(b.broker))
+	require.NoError(t, err)
+	require.Error(t, svc.Run(context.Background()))
+
+	var checks int
+	for _, m := range logs.Captured()[watermill.ErrorLogLevel] {
+		require.Error(t, m.Err, "logged at ERROR without an error: %q", m.Msg)
+		if strings.HasPrefix(m.Msg, "Start-up check") {
+			checks++
+			require.Contains(t, m.Err.Error(), "outbox.sender.type is \"kafka\"")
+		}
+	}
+	require.Equal(t, 2, checks, "the relay's type and the missing producer check")
+	for _, m := range logs.Captured()[watermill.InfoLogLevel] {
+		require.NotEqual(t, "Service running", m.Msg, "the relay did not start")
+	}
+}
