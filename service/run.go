@@ -19,7 +19,9 @@ type runner interface {
 	Running() chan struct{}
 }
 
-// Run logs the start-up checks' warnings, then runs the background work:
+// Run logs the start-up checks' warnings and, when the relay's publisher
+// is a BrokerChecker, returns its error if the broker refuses it (a wrong
+// password: not an outage); then it runs the background work:
 // the functions given to Go and, with WithRouter, the router; once the
 // router runs (its handlers have subscribed, so the queues the relay
 // publishes to exist), the relay (with WithRelay: its poll loops, the
@@ -55,6 +57,9 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		// Watermill's logger has no warning level, and an ERROR line with
 		// err=<nil> reads as a bug: the warning is the error.
 		s.logger.Error("Start-up check", errors.New(w), nil)
+	}
+	if err := s.checkBroker(ctx); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -182,6 +187,38 @@ func (s *Service) waitGoFuncs(stopped []chan struct{}, names []string) error {
 		}
 		return fmt.Errorf("oncebox: service: %s did not return within %s (WithCloseTimeout) after its context was cancelled: "+
 			"a function given to Go must return once its ctx is done; it is left running", strings.Join(left, ", "), s.closeTimeout)
+	}
+	return nil
+}
+
+// BrokerChecker is an optional extension of the publisher given to
+// WithRelay: Run calls CheckBroker before it starts anything, and fails
+// with its error. CheckBroker returns an error when the broker refuses the
+// publisher (a wrong password, no permission: trying later does not help),
+// and nil when it accepts it or cannot be reached now (an outage, which
+// the relay waits out). The rabbitmq package's Publisher implements it.
+type BrokerChecker interface {
+	CheckBroker(ctx context.Context) error
+}
+
+// checkBroker runs the relay publisher's CheckBroker, if it has one, until
+// Close or ctx stops it.
+func (s *Service) checkBroker(ctx context.Context) error {
+	bc, ok := s.relayPub.(BrokerChecker)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := bc.CheckBroker(ctx); err != nil {
+		return fmt.Errorf("oncebox: service: the relay's broker refused it at start (WithRelay's %T): %w", s.relayPub, err)
 	}
 	return nil
 }

@@ -69,6 +69,7 @@ type Service struct {
 	warnings     []string
 	router       *message.Router               // WithRouter; nil without
 	goFuncs      []func(context.Context) error // Go's; guarded by mu
+	relayPub     message.Publisher             // WithRelay's; nil without
 	goNames      []string                      // goFuncs' names, for the close timeout's error; guarded by mu
 	clock        oncebox.Clock                 // the components' clock (nil: the real one)
 	closeTimeout time.Duration                 // WithCloseTimeout, default applied
@@ -124,6 +125,7 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 		return nil, err
 	}
 	s.warnings = startupWarnings(cfg, o)
+	s.relayPub = o.relay
 	return s, nil
 }
 
