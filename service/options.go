@@ -65,6 +65,9 @@ type Hooks struct {
 	OnDLQAction func(action string, n int)
 	// OnInboxCleanUp is told of every run of the inbox clean-up.
 	OnInboxCleanUp func(middleware.JobResult)
+	// OnHandlers is told, when Run starts the router of WithRouter, the
+	// names of its handlers, sorted: metrics creates their series at 0.
+	OnHandlers func(handlers []string)
 }
 
 // WithDialect gives the dialect instead of letting New build it from the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -115,6 +117,9 @@ func (s *Service) Run(ctx context.Context) (err error) {
 	}
 	routerStopped := make(chan struct{})
 	if s.router != nil {
+		if s.onHandlers != nil {
+			s.onHandlers(slices.Sorted(maps.Keys(s.router.Handlers())))
+		}
 		start(s.runRouter, routerStopped)
 		// The relay waits for the subscriptions: a message the relay sends
 		// to a RabbitMQ queue that no subscriber has declared yet is

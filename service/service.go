@@ -69,6 +69,7 @@ type Service struct {
 	warnings     []string
 	router       *message.Router               // WithRouter; nil without
 	goFuncs      []func(context.Context) error // Go's; guarded by mu
+	onHandlers   func([]string)                // Hooks.OnHandlers
 	relayPub     message.Publisher             // WithRelay's; nil without
 	goNames      []string                      // goFuncs' names, for the close timeout's error; guarded by mu
 	clock        oncebox.Clock                 // the components' clock (nil: the real one)
@@ -125,7 +126,7 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 		return nil, err
 	}
 	s.warnings = startupWarnings(cfg, o)
-	s.relayPub = o.relay
+	s.relayPub, s.onHandlers = o.relay, o.hooks.OnHandlers
 	return s, nil
 }
 

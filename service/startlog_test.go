@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
@@ -38,4 +39,21 @@ func TestStartUpLogs(t *testing.T) {
 	for _, m := range logs.Captured()[watermill.InfoLogLevel] {
 		require.NotEqual(t, "Service running", m.Msg, "the relay did not start")
 	}
+}
+
+// Run tells Hooks.OnHandlers the router's handlers before it runs them, so
+// that metrics has their series at 0 from the start.
+func TestRunTellsTheRouterHandlers(t *testing.T) {
+	b := setup(t, dbtest.Targets()[0])
+	router := newRouter(t)
+	router.AddConsumerHandler("ship-order", "order-placed", newBroker(t, true), func(*message.Message) error { return nil })
+	router.AddConsumerHandler("bill-order", "order-placed", newBroker(t, true), func(*message.Message) error { return nil })
+	got := make(chan []string, 1)
+	svc := b.newService(t, config(t, relayYAML, b.schema), service.WithRelay(b.broker), service.WithRouter(router),
+		service.WithHooks(service.Hooks{OnHandlers: func(h []string) { got <- h }}))
+	errc := runAsync(context.Background(), svc)
+	<-svc.Running()
+	require.Equal(t, []string{"bill-order", "ship-order"}, <-got)
+	require.NoError(t, svc.Close())
+	require.NoError(t, returned(t, errc))
 }
