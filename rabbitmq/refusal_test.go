@@ -39,6 +39,7 @@ func TestServiceRunFailsWhenTheBrokerRefusesThePassword(t *testing.T) {
 	defer cancel()
 	err = svc.Run(ctx)
 	require.Error(t, err, "Run must not wait for a broker that refused it")
+	t.Logf("Run: %v", err)
 	require.NoError(t, ctx.Err(), "Run returned at start, not at the test's deadline")
 	require.ErrorIs(t, err, rabbitmq.ErrAccessRefused)
 	require.ErrorContains(t, err, "127.0.0.1:5672")
