@@ -225,7 +225,8 @@ func (p *Publisher) queueFull(ctx context.Context, channel string) (bool, error)
 	switch {
 	case full && !was:
 		p.logger.Error("PostgreSQL's notification queue is filling up (a listener sits in an open transaction?): "+
-			"wake-up notifications suspended, the relay polls at its pace", nil, fields)
+			"wake-up notifications suspended, the relay polls at its pace",
+			fmt.Errorf("notification queue usage %g is at or above publisher.Config.WakeQueueLimit %g", usage, limit), fields)
 	case !full && was:
 		p.logger.Info("PostgreSQL's notification queue drained: wake-up notifications resumed", fields)
 	}
