@@ -81,3 +81,29 @@ func TestPoisonAndDLQSeriesExistAtZero(t *testing.T) {
 		require.Zero(t, v, s)
 	}
 }
+
+// The inbox's cache lookups exist at 0 from registration, and a
+// namespace's series from its first message: a namespace's first failure
+// or duplicate has a series at 0 before it.
+func TestInboxSeriesExistAtZero(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	ih, err := metrics.NewInboxHooks(reg)
+	require.NoError(t, err)
+	got := series(t, reg)
+	for _, s := range []string{`oncebox_inbox_cache_lookups_total{result="hit"}`, `oncebox_inbox_cache_lookups_total{result="miss"}`} {
+		_, ok := got[s]
+		require.True(t, ok, "%s exists", s)
+	}
+	ih.Consumed("billing")
+	got = series(t, reg)
+	for _, s := range []string{
+		`oncebox_inbox_failed_total{inbox_namespace="billing"}`,
+		`oncebox_inbox_duplicates_total{inbox_namespace="billing",source="cache"}`,
+		`oncebox_inbox_duplicates_total{inbox_namespace="billing",source="table"}`,
+	} {
+		v, ok := got[s]
+		require.True(t, ok, "%s exists", s)
+		require.Zero(t, v, s)
+	}
+}
