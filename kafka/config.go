@@ -218,6 +218,12 @@ type SubscriberOption func(*kafkawm.SubscriberConfig)
 // good, not replaced, holds its partitions until its session times out,
 // where a dynamic member would hand them over at once. Static membership
 // needs Kafka 2.3, the Version RecommendedSubscriberConfig sets.
+//
+// watermill-kafka makes one group member per subscribed topic, all under
+// this one id, and two members with one id fence each other for ever:
+// subscribe through NewSubscriber, which gives each topic's member the id
+// StaticInstanceID(instanceID, topic), or give each topic a subscriber
+// with an id of its own.
 func StaticMember(instanceID string) SubscriberOption {
 	return func(c *kafkawm.SubscriberConfig) {
 		if c.OverwriteSaramaConfig == nil {
@@ -238,6 +244,12 @@ func StaticMember(instanceID string) SubscriberOption {
 // offset before the ack (it marks on ack; Sarama's auto-commit commits only
 // marked offsets), so the remaining way to commit early is in the handler:
 // acking the message before its work is done, or handing it to a goroutine.
+//
+// A configuration with a static member id (StaticMember) is fine for one
+// topic; for several, subscribe through NewSubscriber (an id per topic):
+// watermill-kafka's own subscriber would give every topic's member the
+// same id, and they would fence each other. The configuration does not
+// say how many topics it will serve, so this is not a warning.
 func CheckSubscriberConfig(cfg kafkawm.SubscriberConfig) []string {
 	var w []string
 	sc := cfg.OverwriteSaramaConfig

@@ -13,6 +13,12 @@
 //
 //	sub, err := kafkawm.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "orders-service"), logger)
 //
+// With static membership (StaticMember), subscribe through NewSubscriber,
+// which gives each topic's group member an instance id of its own:
+//
+//	sub, err := kafka.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "orders-service",
+//		kafka.StaticMember(os.Getenv("POD_NAME"))), logger)
+//
 // docs/kafka.md describes the configurations, the warnings, how messages map
 // to Kafka records and how errors are classified.
 package kafka

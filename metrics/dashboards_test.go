@@ -475,3 +475,48 @@ func TestEnclosingParser(t *testing.T) {
 	require.Equal(t, "sum", op)
 	require.Equal(t, []string{"x"}, by)
 }
+
+// notOnADashboard are the documented metrics no dashboard shows, each with
+// why.
+var notOnADashboard = map[string]string{}
+
+// documentedMetric is a row of a metrics table of docs/metrics.md.
+var documentedMetric = regexp.MustCompile("(?m)^\\| `(oncebox_[a-z0-9_]+)`")
+
+// TestEveryDocumentedMetricIsOnADashboard requires every metric of
+// docs/metrics.md's tables, and every name the package registers, to be
+// queried by a dashboard of docs/dashboards or listed in notOnADashboard
+// with why (oncebox_outbox_broker_outage and oncebox_poison_nacked_total
+// were documented for alerts and shown nowhere).
+func TestEveryDocumentedMetricIsOnADashboard(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docs/metrics.md")
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	for _, m := range documentedMetric.FindAllStringSubmatch(string(raw), -1) {
+		documented[m[1]] = true
+	}
+	for _, n := range metrics.Names() {
+		require.True(t, documented[n], "%s is registered: docs/metrics.md documents it", n)
+	}
+	shown := map[string]bool{}
+	for _, d := range dashboards(t) {
+		for _, q := range d.queries(t) {
+			for _, n := range metricNames(q.expr) {
+				for _, s := range []string{"_bucket", "_sum", "_count"} {
+					if base, ok := strings.CutSuffix(n, s); ok && slices.Contains(metrics.Names(), base) {
+						n = base
+					}
+				}
+				shown[n] = true
+			}
+		}
+	}
+	for n := range documented {
+		if why, ok := notOnADashboard[n]; ok {
+			require.False(t, shown[n], "%s is listed as not on a dashboard (%s), but %s", n, why, "a dashboard shows it: drop it from the list")
+			continue
+		}
+		require.True(t, shown[n], "docs/metrics.md documents %s: put it on a dashboard of docs/dashboards, or list it in notOnADashboard with why", n)
+	}
+}

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oncebox/watermill-oncebox/middleware"
@@ -33,6 +35,7 @@ type InboxHooks struct {
 	cacheErrors prometheus.Counter
 	lookups     *prometheus.CounterVec
 	jobs        *jobMetrics
+	seen        sync.Map // namespace → struct{}: its series exist
 }
 
 var _ middleware.InboxHooks = (*InboxHooks)(nil)
@@ -63,16 +66,34 @@ func NewInboxHooks(reg prometheus.Registerer) (*InboxHooks, error) {
 	if err := h.jobs.register(reg); err != nil {
 		return nil, err
 	}
+	h.lookups.WithLabelValues(CacheHit) // at 0 until the first lookup
+	h.lookups.WithLabelValues(CacheMiss)
 	return h, nil
+}
+
+// init creates the series of namespace at 0, once: its first message
+// makes its failures and duplicates series too, so that an alert on them
+// has a series before the first one.
+func (h *InboxHooks) init(namespace string) {
+	if _, done := h.seen.Load(namespace); done {
+		return
+	}
+	h.consumed.WithLabelValues(namespace)
+	h.failed.WithLabelValues(namespace)
+	h.duplicates.WithLabelValues(namespace, SourceCache)
+	h.duplicates.WithLabelValues(namespace, SourceTable)
+	h.seen.Store(namespace, struct{}{})
 }
 
 // Consumed implements middleware.InboxHooks.
 func (h *InboxHooks) Consumed(namespace string) {
+	h.init(namespace)
 	h.consumed.WithLabelValues(namespace).Inc()
 }
 
 // Duplicate implements middleware.InboxHooks.
 func (h *InboxHooks) Duplicate(namespace string, cached bool) {
+	h.init(namespace)
 	if cached {
 		h.duplicates.WithLabelValues(namespace, SourceCache).Inc()
 		h.lookups.WithLabelValues(CacheHit).Inc()
@@ -88,6 +109,7 @@ func (h *InboxHooks) CacheMiss(string) {
 
 // Failed implements middleware.InboxHooks.
 func (h *InboxHooks) Failed(namespace string, _ error) {
+	h.init(namespace)
 	h.failed.WithLabelValues(namespace).Inc()
 }
 

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oncebox/watermill-oncebox/dlq"
 )
 
 // PoisonHooks counts what a middleware.PoisonQueue does. Build it with
@@ -31,6 +33,19 @@ func NewPoisonHooks(reg prometheus.Registerer) (*PoisonHooks, error) {
 		}
 	}
 	return h, nil
+}
+
+// Handlers creates the series of the named handlers at 0, so that an
+// alert on them (a rate of oncebox_poison_nacked_total that does not fall)
+// has a series to watch before the first message fails. NewServiceHooks
+// sets it as service.Hooks.OnHandlers: the service calls it with its
+// router's handlers when Run starts.
+func (h *PoisonHooks) Handlers(names []string) {
+	for _, n := range names {
+		for _, c := range []*prometheus.CounterVec{h.parked, h.storeFailures, h.nacked} {
+			c.WithLabelValues(n)
+		}
+	}
 }
 
 // OnParked is a middleware.PoisonConfig.OnParked: it counts a parked message.
@@ -66,6 +81,9 @@ func NewDLQActionHooks(reg prometheus.Registerer) (*DLQActionHooks, error) {
 	}
 	if err := reg.Register(h.actions); err != nil {
 		return nil, err
+	}
+	for _, a := range []string{dlq.ActionRetry, dlq.ActionResolve, dlq.ActionReopen, dlq.ActionDelete} {
+		h.actions.WithLabelValues(a) // at 0 until the first action
 	}
 	return h, nil
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,7 @@ type PollerHooks struct {
 
 	clockOffset prometheus.Gauge
 	jobs        *jobMetrics
+	seen        sync.Map // event type → struct{}: its series exist
 }
 
 var _ poller.Hooks = (*PollerHooks)(nil)
@@ -84,6 +86,10 @@ func (j *jobMetrics) done(job string, skipped bool, rows int, d, next float64, e
 	case err != nil:
 		result = ResultFailed
 	}
+	for _, r := range []string{ResultSucceeded, ResultFailed, ResultSkipped} {
+		j.runs.WithLabelValues(job, r) // every result's series exists, at 0 until it happens
+	}
+	j.rows.WithLabelValues(job)
 	j.runs.WithLabelValues(job, result).Inc()
 	if !skipped {
 		j.duration.WithLabelValues(job).Observe(d)
@@ -131,8 +137,14 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 	return h, nil
 }
 
-// PollDone implements poller.Hooks.
+// PollDone implements poller.Hooks. The first poll of an event type
+// creates its series at 0 (sent, failed, unavailable, stale finalizes,
+// poll errors, claimed, and oncebox_outbox_broker_outage): an alert on one
+// of them has a series to watch before the first event of its kind. The
+// relay polls every event type of the configuration at start, and a
+// discovered one at its discovery.
 func (h *PollerHooks) PollDone(i poller.PollInfo) {
+	h.init(i.EventType)
 	h.polls.WithLabelValues(i.EventType).Inc()
 	if i.Claimed > 0 {
 		h.claimed.WithLabelValues(i.EventType).Add(float64(i.Claimed))
@@ -141,6 +153,21 @@ func (h *PollerHooks) PollDone(i poller.PollInfo) {
 		h.pollErrors.WithLabelValues(i.EventType).Inc()
 	}
 	h.pollDelay.WithLabelValues(i.EventType).Set(i.NextDelay.Seconds())
+}
+
+// init creates the series of eventType at 0, once.
+func (h *PollerHooks) init(eventType string) {
+	if _, done := h.seen.Load(eventType); done {
+		return
+	}
+	for _, c := range []*prometheus.CounterVec{h.sent, h.unavailable, h.stale, h.pollErrors, h.claimed} {
+		c.WithLabelValues(eventType)
+	}
+	h.failed.WithLabelValues(eventType, "false")
+	h.failed.WithLabelValues(eventType, "true")
+	// Not Set(0): a BrokerOutage that ran first keeps its 1.
+	h.outage.WithLabelValues(eventType)
+	h.seen.Store(eventType, struct{}{})
 }
 
 // Sent implements poller.Hooks.

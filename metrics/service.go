@@ -22,5 +22,6 @@ func NewServiceHooks(reg prometheus.Registerer) (service.Hooks, error) {
 		return service.Hooks{}, err
 	}
 	return service.Hooks{Poller: relay, Inbox: inbox, OnParked: poison.OnParked, OnNacked: poison.OnNacked,
-		OnStoreFailed: poison.OnStoreFailed, OnDLQAction: actions.OnAction, OnInboxCleanUp: inbox.OnCleanerRun}, nil
+		OnStoreFailed: poison.OnStoreFailed, OnDLQAction: actions.OnAction, OnInboxCleanUp: inbox.OnCleanerRun,
+		OnHandlers: poison.Handlers}, nil
 }

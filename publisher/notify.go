@@ -97,38 +97,6 @@ type usageReading struct {
 	full  bool // usage >= the limit at the last reading
 }
 
-// limiter is the process-wide limiter of wake-up notifications: every
-// Publisher of the process shares it, because a Publisher lives for one
-// transaction and the cost it bounds (the commit of a transaction that
-// notified takes PostgreSQL's global notification-queue lock) is the
-// process's, not the transaction's. It is River's notifylimiter, keyed by
-// channel and payload.
-var limiter = notifyLimiter{last: map[notifyKey]time.Time{}}
-
-type notifyKey struct{ channel, payload string }
-
-type notifyLimiter struct {
-	mu   sync.Mutex
-	last map[notifyKey]time.Time
-}
-
-// allow reports whether a notification of k may go out at now: none went
-// out less than window before. It records now when it answers yes. A
-// window <= 0 always answers yes. The map holds one entry per channel and
-// event type the process ever notified: a few hundred at most.
-func (l *notifyLimiter) allow(k notifyKey, now time.Time, window time.Duration) bool {
-	if window <= 0 {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if last, ok := l.last[k]; ok && now.Sub(last) < window && !now.Before(last) {
-		return false
-	}
-	l.last[k] = now
-	return true
-}
-
 // notify adds the wake-up notification of eventType to the transaction,
 // unless this Publisher already did (PostgreSQL would fold it anyway; this
 // saves the round trip), the dialect cannot, it is disabled, the
@@ -257,7 +225,8 @@ func (p *Publisher) queueFull(ctx context.Context, channel string) (bool, error)
 	switch {
 	case full && !was:
 		p.logger.Error("PostgreSQL's notification queue is filling up (a listener sits in an open transaction?): "+
-			"wake-up notifications suspended, the relay polls at its pace", nil, fields)
+			"wake-up notifications suspended, the relay polls at its pace",
+			fmt.Errorf("notification queue usage %g is at or above publisher.Config.WakeQueueLimit %g", usage, limit), fields)
 	case !full && was:
 		p.logger.Info("PostgreSQL's notification queue drained: wake-up notifications resumed", fields)
 	}

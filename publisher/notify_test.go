@@ -268,3 +268,23 @@ func TestAFailedQueueReadingDoesNotFailTheWrite(t *testing.T) {
 	require.Contains(t, statements, "ROLLBACK TO SAVEPOINT oncebox_wake_queue_usage")
 	require.NotContains(t, statements, "SELECT pg_notify($1, $2)")
 }
+
+// The notification queue filling up is logged at ERROR with an error that
+// names the usage and the limit (it was logged with err=<nil>).
+func TestQueueFillingUpIsLoggedWithAnError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config
+	cfg.WakeQueueUsage = (&fakeUsage{usage: 0.75}).read
+	logs := watermill.NewCaptureLogger()
+	require.NoError(t, b.inTx(t, true, func(tx pgx.Tx) error {
+		pub, err := publisher.NewPublisher(wsql.TxFromPgx(tx), cfg, logs)
+		require.NoError(t, err)
+		return pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), []byte(`{}`)))
+	}))
+	errs := logs.Captured()[watermill.ErrorLogLevel]
+	require.Len(t, errs, 1)
+	require.Error(t, errs[0].Err, "logged at ERROR without an error: %q", errs[0].Msg)
+	require.ErrorContains(t, errs[0].Err, "0.75")
+	require.ErrorContains(t, errs[0].Err, "0.5")
+}

@@ -25,6 +25,35 @@ var ErrNacked = errors.New("rabbitmq: message nacked by the broker")
 // larger than the broker's max_message_size).
 var ErrChannelClosed = errors.New("rabbitmq: channel closed by the broker")
 
+// ErrAccessRefused is wrapped by the error of a connection the broker
+// refused: a wrong user name or password, or a user without access to the
+// URL's virtual host (AMQP 403 ACCESS_REFUSED, 530 NOT_ALLOWED). Trying
+// later does not help: CheckBroker reports it, and the service's Run fails
+// with it at start. Once the relay runs it is still an outage
+// (oncebox.ErrBrokerUnavailable is wrapped too): a password rotated under a
+// running relay is waited out without counting attempts.
+var ErrAccessRefused = errors.New("rabbitmq: the broker refused the connection")
+
+// refusedError is a connection the broker refused (403 ACCESS_REFUSED: the
+// credentials or the virtual host's permissions; 530 NOT_ALLOWED: no such
+// virtual host, or no access to it), as opposed to one that could not be
+// made. errors.Is(err, ErrAccessRefused) holds.
+type refusedError struct {
+	url string // redacted
+	err *amqp.Error
+}
+
+func (e *refusedError) Error() string {
+	name := "ACCESS_REFUSED"
+	if e.err.Code == amqp.NotAllowed {
+		name = "NOT_ALLOWED"
+	}
+	return fmt.Sprintf("rabbitmq: broker %s refused the connection: %d %s: %s (check the URL's user name, password and virtual host, and the user's permissions)",
+		e.url, e.err.Code, name, e.err.Reason)
+}
+
+func (e *refusedError) Unwrap() []error { return []error{ErrAccessRefused, e.err} }
+
 // ReturnedError is the result of a message the broker returned as
 // unroutable. errors.Is(err, ErrUnroutable) holds.
 type ReturnedError struct {

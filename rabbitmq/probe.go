@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -22,6 +23,23 @@ func (p *Publisher) ProbeBroker(ctx context.Context) error {
 	}
 	_, err := p.connection()
 	return err
+}
+
+// CheckBroker is the start-up check of the broker (service.BrokerChecker):
+// it returns an error wrapping ErrAccessRefused, naming the broker (its
+// URL without the password) and the refusal, when the broker refuses this
+// publisher's connection (a wrong user name or password, a virtual host
+// without access), and nil otherwise: when the connection opens, and when
+// the broker cannot be reached now, an outage that the relay waits out.
+func (p *Publisher) CheckBroker(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	_, err := p.connection()
+	if re := (*refusedError)(nil); errors.As(err, &re) {
+		return re
+	}
+	return nil
 }
 
 // SendTimeout implements poller.SendTimeouter: a call waits at most

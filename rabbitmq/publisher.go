@@ -415,6 +415,13 @@ func (p *Publisher) connection() (*connection, error) {
 	}
 	cn, err := p.dial()
 	if err != nil {
+		var e *amqp.Error
+		if errors.As(err, &e) && (e.Code == amqp.AccessRefused || e.Code == amqp.NotAllowed) {
+			// Still "unavailable" for the relay: a password rotated while
+			// it runs is waited out without counting attempts. CheckBroker,
+			// at start, tells it apart.
+			return nil, unavailable(&refusedError{url: redact(p.cfg.URL), err: e})
+		}
 		return nil, unavailable(fmt.Errorf("dial URL %s: %w", redact(p.cfg.URL), err))
 	}
 	p.conn = cn

@@ -11,7 +11,13 @@
 #   4. no test library in the API: `go doc -all` of the core packages and
 #      of metrics names no clockwork type (a config's Clock is an
 #      oncebox.Clock), and none of them imports clockwork (`go list -deps`,
-#      tests aside).
+#      tests aside);
+#   5. a service that imports the core and metrics (a RabbitMQ-only or
+#      core-only service with Prometheus) gets no Kafka module in its
+#      `go list -m all` (watermill-kafka, Sarama, franz-go, kfake, oncebox's
+#      kafka module), and metrics/go.mod asks for no newer Go than the
+#      core's go.mod (the end-to-end test over Kafka is the module
+#      metrics/e2e).
 # The core packages are every importable package of the root module.
 # It needs the Go module proxy (or a module cache that has the modules);
 # nothing else. Exit status 0 when every check holds.
@@ -172,6 +178,77 @@ if [ -n "$linked" ]; then
 	fail=1
 else
 	echo "check-modules: ok: a PostgreSQL-only binary links neither ${drivers[*]}"
+fi
+
+# 5. A user of metrics: its graph holds no Kafka module, its Go no newer
+# than the core's.
+metricsGo="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$root/metrics/go.mod")"
+if [ "$(printf '%s\n%s\n' "$coreGo" "$metricsGo" | sort -V | tail -1)" != "$coreGo" ]; then
+	echo "check-modules: FAIL: metrics/go.mod says go $metricsGo, newer than the core's go $coreGo: every user of metrics would need it"
+	fail=1
+else
+	echo "check-modules: ok: metrics/go.mod says go $metricsGo (the core: go $coreGo)"
+fi
+mtmp="$tmp/metrics-user"
+mkdir -p "$mtmp"
+cat >"$mtmp/go.mod" <<MOD
+module example.com/oncebox-metrics-user
+
+go $coreGo
+
+require (
+	$core v0.0.0
+	$core/metrics v0.0.0
+)
+
+replace (
+	$core => $root
+	$core/metrics => $root/metrics
+)
+MOD
+cat >"$mtmp/main.go" <<'SRC'
+// A service that imports the core's entry point and its metrics.
+package main
+
+import (
+	_ "github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/oncebox/watermill-oncebox/metrics"
+	_ "github.com/oncebox/watermill-oncebox/service"
+)
+
+func main() {}
+SRC
+kafkaMods=(
+	github.com/IBM/sarama
+	github.com/Shopify/sarama
+	github.com/ThreeDotsLabs/watermill-kafka
+	github.com/twmb/franz-go
+	"$core/kafka"
+)
+if ! (cd "$mtmp" && "$GO" mod tidy >"$mtmp/tidy.log" 2>&1); then
+	echo "check-modules: FAIL: go mod tidy of a module importing metrics:"
+	sed 's/^/    /' "$mtmp/tidy.log"
+	exit 1
+fi
+if ! (cd "$mtmp" && "$GO" list -m all) >"$mtmp/all.txt" 2>"$mtmp/list.log"; then
+	# A requirement of metrics on an unpublished module of this repository
+	# (its kafka module, say) cannot be resolved outside the workspace.
+	echo "check-modules: FAIL: \`go list -m all\` of a service importing metrics:"
+	sed 's/^/    /' "$mtmp/list.log"
+	fail=1
+else
+	bad=""
+	for m in "${kafkaMods[@]}"; do
+		found="$(grep -E "^${m//./\\.}(/[^[:space:]]*)?([[:space:]]|$)" "$mtmp/all.txt" || true)"
+		[ -n "$found" ] && bad+="$found"$'\n'
+	done
+	if [ -n "$bad" ]; then
+		echo "check-modules: FAIL: \`go list -m all\` of a service importing metrics has Kafka modules:"
+		printf '%s' "$bad" | sed 's/^/    /'
+		fail=1
+	else
+		echo "check-modules: ok: \`go list -m all\` of a metrics user ($(wc -l <"$mtmp/all.txt") modules) has none of: ${kafkaMods[*]}"
+	fi
 fi
 
 exit "$fail"

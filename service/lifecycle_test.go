@@ -140,7 +140,9 @@ func TestStartupChecksOfTheSenderAndSourceTypes(t *testing.T) {
 	run(t, svc)
 	logged := map[string]bool{}
 	for _, m := range logger.Captured()[watermill.ErrorLogLevel] {
-		logged[m.Msg] = true
+		if m.Err != nil {
+			logged[m.Msg+": "+m.Err.Error()] = true
+		}
 	}
 	require.True(t, logged["Start-up check: inbox.source: auto-commit is on"], "Run logs the warnings")
 }

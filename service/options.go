@@ -1,6 +1,8 @@
 package service
 
 import (
+	"time"
+
 	"github.com/ThreeDotsLabs/watermill/message"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -33,6 +35,7 @@ type options struct {
 	sourceChecks   [][]string
 	router         *message.Router
 	routerGiven    bool
+	closeTimeout   time.Duration
 	clock          oncebox.Clock // tests only: see export_test.go
 }
 
@@ -62,6 +65,9 @@ type Hooks struct {
 	OnDLQAction func(action string, n int)
 	// OnInboxCleanUp is told of every run of the inbox clean-up.
 	OnInboxCleanUp func(middleware.JobResult)
+	// OnHandlers is told, when Run starts the router of WithRouter, the
+	// names of its handlers, sorted: metrics creates their series at 0.
+	OnHandlers func(handlers []string)
 }
 
 // WithDialect gives the dialect instead of letting New build it from the
@@ -134,3 +140,16 @@ func WithSenderCheck(warnings []string) Option {
 func WithSourceCheck(warnings []string) Option {
 	return func(o *options) { o.sourceChecks = append(o.sourceChecks, warnings) }
 }
+
+// DefaultCloseTimeout is the default of WithCloseTimeout: Watermill's
+// router's default CloseTimeout.
+const DefaultCloseTimeout = 30 * time.Second
+
+// WithCloseTimeout sets how long Run, once the service stops (Close, its
+// context, a component's stop), waits for the functions given to Go to
+// return after their context is cancelled (default DefaultCloseTimeout; it
+// must not be negative). A function still running then is left running:
+// Run and Close return an error naming it ("Go #2 (main.serveAdmin)"), so
+// that one function ignoring its context cannot make Close wait for ever.
+// The router and the relay have close timeouts of their own.
+func WithCloseTimeout(d time.Duration) Option { return func(o *options) { o.closeTimeout = d } }

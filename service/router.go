@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"fmt"
+	"reflect"
+	"runtime"
+	"strings"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 )
@@ -24,7 +27,10 @@ func WithRouter(r *message.Router) Option {
 // Close is called or when another component stops; when fn returns, the
 // service stops and Run returns fn's error with the others'. fn must block
 // until ctx is done: an HTTP server's Serve, with
-// context.AfterFunc(ctx, …) closing the server. Call Go before Run; a call after Run has
+// context.AfterFunc(ctx, …) closing the server. It must return once ctx is
+// done: Run waits for it for the close timeout (WithCloseTimeout), then
+// returns, and Close with it, an error naming it ("Go #1 (main.serve)":
+// its rank among the calls of Go and its function's name). Call Go before Run; a call after Run has
 // started, or with a nil fn, is a programming error and panics (as adding a
 // router handler twice does in Watermill).
 func (s *Service) Go(fn func(ctx context.Context) error) {
@@ -37,6 +43,19 @@ func (s *Service) Go(fn func(ctx context.Context) error) {
 		panic("oncebox: service: Go called after Run")
 	}
 	s.goFuncs = append(s.goFuncs, fn)
+	s.goNames = append(s.goNames, fmt.Sprintf("Go #%d (%s)", len(s.goFuncs), funcName(fn)))
+}
+
+// funcName is fn's name without its package path ("main.serveAdmin",
+// "main.(*server).Serve", "main.main.func1" for a closure), or "?" when
+// the runtime does not know it.
+func funcName(fn func(context.Context) error) string {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "?"
+	}
+	name := strings.TrimSuffix(f.Name(), "-fm") // a method value's
+	return name[strings.LastIndex(name, "/")+1:]
 }
 
 func (s *Service) runRouter(ctx context.Context) error {

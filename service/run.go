@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/oncebox/watermill-oncebox/internal/clock"
 )
 
 // runner is the lifecycle of the relay and the inbox cleaner.
@@ -16,7 +21,9 @@ type runner interface {
 	Running() chan struct{}
 }
 
-// Run logs the start-up checks' warnings, then runs the background work:
+// Run logs the start-up checks' warnings and, when the relay's publisher
+// is a BrokerChecker, returns its error if the broker refuses it (a wrong
+// password: not an outage); then it runs the background work:
 // the functions given to Go and, with WithRouter, the router; once the
 // router runs (its handlers have subscribed, so the queues the relay
 // publishes to exist), the relay (with WithRelay: its poll loops, the
@@ -32,14 +39,14 @@ type runner interface {
 // error; the relay does not
 // start if the router stopped first. A service with nothing to run just
 // waits. Run may be called once; after Close it returns at once.
-func (s *Service) Run(ctx context.Context) error {
+func (s *Service) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
 		return errors.New("oncebox: service: Run called twice")
 	}
 	s.started = true
-	goFuncs := s.goFuncs
+	goFuncs, goNames := s.goFuncs, s.goNames
 	s.mu.Unlock()
 	defer close(s.done)
 	defer s.markRunning()
@@ -49,9 +56,12 @@ func (s *Service) Run(ctx context.Context) error {
 	default:
 	}
 	for _, w := range s.warnings {
-		// Watermill's logger has no warning level: an error without an
-		// error value is how its adapters print one.
-		s.logger.Error("Start-up check: "+w, nil, nil)
+		// Watermill's logger has no warning level, and an ERROR line with
+		// err=<nil> reads as a bug: the warning is the error.
+		s.logger.Error("Start-up check", errors.New(w), nil)
+	}
+	if err := s.checkBroker(ctx); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -67,10 +77,17 @@ func (s *Service) Run(ctx context.Context) error {
 		mu   sync.Mutex
 		errs []error
 	)
-	start := func(run func(context.Context) error, stopped chan<- struct{}) {
-		wg.Add(1)
+	// launch runs run; group, when not nil, counts it (the functions given
+	// to Go are waited for through their stopped channel instead, for at
+	// most the close timeout).
+	launch := func(group *sync.WaitGroup, run func(context.Context) error, stopped chan<- struct{}) {
+		if group != nil {
+			group.Add(1)
+		}
 		go func() {
-			defer wg.Done()
+			if group != nil {
+				defer group.Done()
+			}
 			err := run(ctx)
 			mu.Lock()
 			errs = append(errs, err)
@@ -81,8 +98,11 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	for _, fn := range goFuncs {
-		start(fn, nil)
+	start := func(run func(context.Context) error, stopped chan<- struct{}) { launch(&wg, run, stopped) }
+	goStopped := make([]chan struct{}, len(goFuncs))
+	for i, fn := range goFuncs {
+		goStopped[i] = make(chan struct{})
+		launch(nil, fn, goStopped[i])
 	}
 	if s.inbox != nil {
 		// The inbox's misuse (Retry inside it) ends the run with its error.
@@ -97,6 +117,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	routerStopped := make(chan struct{})
 	if s.router != nil {
+		if s.onHandlers != nil {
+			s.onHandlers(slices.Sorted(maps.Keys(s.router.Handlers())))
+		}
 		start(s.runRouter, routerStopped)
 		// The relay waits for the subscriptions: a message the relay sends
 		// to a RabbitMQ queue that no subscriber has declared yet is
@@ -108,7 +131,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	if ctx.Err() == nil {
-		s.startRunners(start, &wg)
+		s.startRunners(ctx, start, &wg)
 	}
 	<-ctx.Done()
 	if s.router != nil {
@@ -126,12 +149,88 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	stuck := s.waitGoFuncs(goStopped, goNames)
+	mu.Lock()
+	// A function given to Go that is still running may yet append to errs:
+	// join a copy.
+	err = errors.Join(append(append([]error(nil), errs...), stuck)...)
+	mu.Unlock()
+	s.closeErr = stuck
+	return err
+}
+
+// waitGoFuncs waits, for at most the close timeout on the service's clock,
+// for the functions given to Go to return (their contexts are cancelled),
+// and returns an error naming those still running then; nil if none.
+func (s *Service) waitGoFuncs(stopped []chan struct{}, names []string) error {
+	var timer clock.Timer
+	for i, done := range stopped {
+		select {
+		case <-done:
+			continue
+		default:
+		}
+		if timer == nil {
+			timer = clock.NewTimer(s.clock, s.closeTimeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-done:
+			continue
+		case <-timer.Chan():
+		}
+		var left []string
+		for j := i; j < len(stopped); j++ {
+			select {
+			case <-stopped[j]:
+			default:
+				left = append(left, names[j])
+			}
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		return fmt.Errorf("oncebox: service: %s did not return within %s (WithCloseTimeout) after its context was cancelled: "+
+			"a function given to Go must return once its ctx is done; it is left running", strings.Join(left, ", "), s.closeTimeout)
+	}
+	return nil
+}
+
+// BrokerChecker is an optional extension of the publisher given to
+// WithRelay: Run calls CheckBroker before it starts anything, and fails
+// with its error. CheckBroker returns an error when the broker refuses the
+// publisher (a wrong password, no permission: trying later does not help),
+// and nil when it accepts it or cannot be reached now (an outage, which
+// the relay waits out). The rabbitmq package's Publisher implements it.
+type BrokerChecker interface {
+	CheckBroker(ctx context.Context) error
+}
+
+// checkBroker runs the relay publisher's CheckBroker, if it has one, until
+// Close or ctx stops it.
+func (s *Service) checkBroker(ctx context.Context) error {
+	bc, ok := s.relayPub.(BrokerChecker)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := bc.CheckBroker(ctx); err != nil {
+		return fmt.Errorf("oncebox: service: the relay's broker refused it at start (WithRelay's %T): %w", s.relayPub, err)
+	}
+	return nil
 }
 
 // startRunners starts the relay and the inbox cleaner with start, and marks
 // the service running once they all run.
-func (s *Service) startRunners(start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
+func (s *Service) startRunners(ctx context.Context, start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
 	var runners []runner
 	if s.relay != nil {
 		runners = append(runners, s.relay)
@@ -139,8 +238,10 @@ func (s *Service) startRunners(start func(func(context.Context) error, chan<- st
 	if s.cleaner != nil {
 		runners = append(runners, s.cleaner)
 	}
-	for _, r := range runners {
-		start(r.Run, nil)
+	returned := make([]chan struct{}, len(runners))
+	for i, r := range runners {
+		returned[i] = make(chan struct{})
+		start(r.Run, returned[i])
 	}
 	wg.Add(1)
 	go func() {
@@ -150,6 +251,20 @@ func (s *Service) startRunners(start func(func(context.Context) error, chan<- st
 			<-r.Running()
 		}
 		s.markRunning()
+		// A runner that failed at start (the relay's start-up check) closed
+		// its Running too: no "Service running" then. (Its Running closes
+		// just before its Run returns, so a line may still slip out between
+		// the two; Run's error says what happened.)
+		if ctx.Err() != nil {
+			return
+		}
+		for _, ch := range returned {
+			select {
+			case <-ch:
+				return
+			default:
+			}
+		}
 		s.logger.Info("Service running", watermill.LogFields{"relay": s.relay != nil, "inbox": s.inbox != nil,
 			"router": s.router != nil, "database": s.dialect.Name(), "outbox": s.dialect.Tables().Events})
 	}()
@@ -166,7 +281,9 @@ func (s *Service) Running() chan struct{} { return s.running }
 // more than once, from any goroutine, and before Run, which then returns at
 // once. Run closes the router of WithRouter if it ran it (a router Run
 // never ran holds no subscription and is left as it is); Close closes
-// neither the database nor the relay's publisher.
+// neither the database nor the relay's publisher. Its error names the
+// functions given to Go that did not return within the close timeout
+// (WithCloseTimeout); Run's other errors are Run's.
 func (s *Service) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
 	s.mu.Lock()
@@ -177,5 +294,5 @@ func (s *Service) Close() error {
 		return nil
 	}
 	<-s.done
-	return nil
+	return s.closeErr
 }

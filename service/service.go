@@ -28,6 +28,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -55,21 +56,27 @@ var ErrConsumerOff = errors.New("oncebox: service: the consuming side is off: se
 // it with New, run its background work with Run, stop it with Close. It is
 // safe for concurrent use.
 type Service struct {
-	db       wsql.Beginner
-	cfg      oncebox.Config
-	logger   watermill.LoggerAdapter
-	dialect  dialects.Dialect
-	pubCfg   publisher.Config
-	relay    *poller.Poller
-	inbox    *middleware.Inbox
-	poison   *middleware.PoisonQueue
-	consumer *middleware.Consumer
-	cleaner  *middleware.InboxCleaner
-	store    *dlq.Store
-	warnings []string
-	router   *message.Router               // WithRouter; nil without
-	goFuncs  []func(context.Context) error // Go's; guarded by mu
-	misuse   chan error                    // the inbox found Retry inside it (InboxConfig.OnMisuse)
+	db           wsql.Beginner
+	cfg          oncebox.Config
+	logger       watermill.LoggerAdapter
+	dialect      dialects.Dialect
+	pubCfg       publisher.Config
+	relay        *poller.Poller
+	inbox        *middleware.Inbox
+	poison       *middleware.PoisonQueue
+	consumer     *middleware.Consumer
+	cleaner      *middleware.InboxCleaner
+	store        *dlq.Store
+	warnings     []string
+	router       *message.Router               // WithRouter; nil without
+	goFuncs      []func(context.Context) error // Go's; guarded by mu
+	onHandlers   func([]string)                // Hooks.OnHandlers
+	relayPub     message.Publisher             // WithRelay's; nil without
+	goNames      []string                      // goFuncs' names, for the close timeout's error; guarded by mu
+	clock        oncebox.Clock                 // the components' clock (nil: the real one)
+	closeTimeout time.Duration                 // WithCloseTimeout, default applied
+	closeErr     error                         // the functions given to Go that did not stop in time; set before done is closed
+	misuse       chan error                    // the inbox found Retry inside it (InboxConfig.OnMisuse)
 
 	runningOnce sync.Once
 	running     chan struct{}
@@ -110,12 +117,17 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: db, cfg: cfg, dialect: d, running: make(chan struct{}), closing: make(chan struct{}),
+	closeTimeout := o.closeTimeout
+	if closeTimeout == 0 {
+		closeTimeout = DefaultCloseTimeout
+	}
+	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: closeTimeout, running: make(chan struct{}), closing: make(chan struct{}),
 		done: make(chan struct{}), misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
 	if err := s.build(o, logger); err != nil {
 		return nil, err
 	}
 	s.warnings = startupWarnings(cfg, o)
+	s.relayPub, s.onHandlers = o.relay, o.hooks.OnHandlers
 	return s, nil
 }
 
@@ -153,6 +165,9 @@ func (o *options) validate(cfg oncebox.Config) error {
 	set("WithPublisherConfig", "Propagator (use WithTracing)", c.Propagator != nil)
 	if o.cache != nil && !cfg.Inbox.Cache.Enabled {
 		errs = append(errs, errors.New("WithInboxCache: inbox.cache.enabled is false, so the cache would never be asked; enable it"))
+	}
+	if o.closeTimeout < 0 {
+		errs = append(errs, fmt.Errorf("WithCloseTimeout: must be positive (or 0 for the default, %s), got %s", DefaultCloseTimeout, o.closeTimeout))
 	}
 	if o.routerGiven && o.router == nil {
 		errs = append(errs, errors.New("WithRouter: the router is nil"))

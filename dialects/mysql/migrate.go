@@ -82,7 +82,7 @@ func (d *Dialect) migrator() sqlkit.Migrator {
 // SELECT, not DO: MariaDB's DO does not run the subquery to its second row.
 func (d *Dialect) migrationLock() []dialects.Query {
 	return []dialects.Query{
-		{SQL: "SET @oncebox_migration_lock = GET_LOCK(?, ?)", Args: []any{d.lockName, mysqlLockTimeout}},
+		{SQL: "SET @oncebox_migration_lock = GET_LOCK(" + d.lockNameSQL() + ", ?)", Args: []any{d.lockName, mysqlLockTimeout}},
 		{SQL: "SELECT (SELECT 'oncebox: the migration lock is held by another migration' FROM (SELECT 1 AS n UNION ALL SELECT 2) AS t" +
 			" WHERE COALESCE(@oncebox_migration_lock, 0) <> 1)"},
 	}
@@ -100,7 +100,23 @@ func (d *Dialect) schemaCreate() []dialects.Query {
 // migrationUnlock releases the session lock, which outlives the
 // transaction.
 func (d *Dialect) migrationUnlock() []dialects.Query {
-	return []dialects.Query{{SQL: "DO RELEASE_LOCK(?)", Args: []any{d.lockName}}}
+	return []dialects.Query{{SQL: "DO RELEASE_LOCK(" + d.lockNameSQL() + ")", Args: []any{d.lockName}}}
+}
+
+// lockNameSQL is the migration lock's name as SQL, of one argument (the
+// dialect's lockName, hashed from the migrations table's name). GET_LOCK
+// names are server-wide: with tables.schema the table's name holds its
+// database; without it the tables live in the DSN's database, which only
+// the session knows, so the name takes a hash of DATABASE() too (else two
+// services in two databases of one server would share the lock). The name
+// is at most 32 + 1 + 16 = 49 characters (GET_LOCK allows 64). DATABASE()
+// does not change between the lock and the unlock: Migrate runs both on
+// one connection and no migration runs USE.
+func (d *Dialect) lockNameSQL() string {
+	if d.schema != "" {
+		return "?"
+	}
+	return "CONCAT(?, '-', LEFT(SHA2(COALESCE(DATABASE(), ''), 256), 16))"
 }
 
 // migrationsTableCreate creates, if missing, the table of applied
