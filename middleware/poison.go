@@ -208,7 +208,8 @@ func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error
 		return nil
 	}
 	if !bytes.Equal(stored, row.Payload) {
-		p.logger.Error("Another message carries the event id of a parked one; it is parked apart, by message UUID", nil,
+		p.logger.Error("Another message carries the event id of a parked one; it is parked apart, by message UUID",
+			fmt.Errorf("event id %s: payload differs from the parked message's", row.EventID),
 			watermill.LogFields{"event_id": row.EventID.String(), "message_uuid": row.MessageUUID, "handler": row.HandlerName})
 		row.EventID = nil
 	}

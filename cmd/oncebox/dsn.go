@@ -87,7 +87,25 @@ func (s secrets) scrub(err error) error {
 			msg = strings.ReplaceAll(msg, p, "xxxxx")
 		}
 	}
-	return errors.New(msg)
+	return errors.New(dedupLines(msg))
+}
+
+// dedupLines drops the lines of msg equal to an earlier one: pgx lists
+// each connection attempt's error, and with sslmode=prefer (its default)
+// the TLS attempt and the plain one fail the same way, so a refused
+// connection was printed twice.
+func dedupLines(msg string) string {
+	lines := strings.Split(msg, "\n")
+	seen := make(map[string]bool, len(lines))
+	out := lines[:0]
+	for _, l := range lines {
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }
 
 // dsnError is the usage error of a connection string that cannot be read.

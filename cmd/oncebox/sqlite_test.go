@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 )
 
 func TestSQLiteDriverDSN(t *testing.T) {
@@ -96,4 +98,15 @@ func TestCLIOnSQLite(t *testing.T) {
 	r = c.runArgs("", "migrate", "--print-sql", "--database", "sqlite")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "CREATE TABLE")
+}
+
+// pgx lists each connection attempt's error; with sslmode=prefer (its
+// default) the TLS attempt and the plain one fail alike, and the refusal
+// was printed twice.
+func TestRefusedConnectionIsPrintedOnce(t *testing.T) {
+	t.Parallel()
+	c := &cli{t: t, dsn: "postgres://root@" + strings.Replace(dbtest.ClosedPort(t), "127.0.0.1", "localhost", 1) + "/test"}
+	r := c.run("", "status")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stderr, "connection refused"), r.stderr)
 }

@@ -2,7 +2,9 @@ package sqlkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -23,7 +25,10 @@ func CheckSchema(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialec
 	table := d.Tables().Migrations
 	rows, err := db.QueryContext(ctx, "SELECT version, applied_at FROM "+table+" ORDER BY version")
 	if err != nil {
-		return fmt.Errorf("oncebox: cannot read %s (has migrate.Migrate run on this database and schema?): %w", table, err)
+		if missingTable(err) {
+			return fmt.Errorf("oncebox: cannot read %s (has migrate.Migrate run on this database and schema?): %w", table, err)
+		}
+		return fmt.Errorf("oncebox: cannot read %s: %w", table, err)
 	}
 	defer rows.Close()
 	applied := map[int]bool{}
@@ -45,4 +50,23 @@ func CheckSchema(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialec
 		}
 	}
 	return nil
+}
+
+// missingTable reports whether err says that a table does not exist, in
+// the words of any supported database's driver (this package links none):
+// PostgreSQL's SQLSTATE 42P01, MySQL's error 1146, SQLite's "no such
+// table", Oracle's ORA-00942. A connection refused, a timeout or a
+// permission error is not, and gets no migration hint.
+func missingTable(err error) bool {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "42P01" {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"(SQLSTATE 42P01)", "Error 1146", "no such table", "ORA-00942"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
