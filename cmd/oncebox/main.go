@@ -19,9 +19,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 	_ "github.com/sijms/go-ora/v2" // the "oracle" driver
-	_ "modernc.org/sqlite"         // the "sqlite" driver (pure Go)
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	_ "modernc.org/sqlite" // the "sqlite" driver (pure Go)
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
