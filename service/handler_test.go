@@ -3,7 +3,6 @@ package service_test
 import (
 	"context"
 	stdsql "database/sql"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -284,28 +283,43 @@ func TestAddingATypedHandlerRefusesWhatCannotWork(t *testing.T) {
 	})
 }
 
-// An inbox without transactions (InboxConfig.Mode NonTransactional) has
-// none to give: the handler is not called, and Run stops with
-// ErrNoInboxTx, where a handler that took its transaction from the
-// context got nil.
-func TestATypedHandlerWithoutATransactionStopsTheService(t *testing.T) {
-	b := setup(t, dbtest.Targets()[0])
-	r := newRouter(t)
-	svc := b.newService(t, config(t, consumerYAML, b.schema), service.WithRelay(b.broker), service.WithRouter(r),
-		service.WithInboxConfig(middleware.InboxConfig{Mode: middleware.NonTransactional}))
-	called := make(chan struct{}, 1)
-	_, err := svc.AddPgxHandler(r, "ship-order", "order-placed", b.broker, func(context.Context, pgx.Tx, *message.Message) error {
-		called <- struct{}{}
-		return nil
-	})
-	require.NoError(t, err)
-	errc := runAsync(context.Background(), svc)
-	<-r.Running()
-	msg, _ := event(t)
-	require.NoError(t, b.broker.Publish("order-placed", msg))
-	err = returned(t, errc)
-	require.ErrorIs(t, err, service.ErrNoInboxTx)
-	require.ErrorContains(t, err, `AddPgxHandler "ship-order": the inbox runs without a transaction (InboxConfig.Mode NonTransactional)`)
-	require.Empty(t, called)
-	require.False(t, errors.Is(err, context.Canceled))
+// A handler whose transaction cannot be given is not called, and Run stops
+// with ErrNoInboxTx, where a handler that took its transaction from the
+// context got nil: an inbox without transactions (InboxConfig.Mode
+// NonTransactional), or a handle of the other kind that a wrapper hid from
+// AddStdHandler.
+func TestATypedHandlerWithoutItsTransactionStopsTheService(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		nonTx      bool
+	}{
+		{"NonTransactional", `AddStdHandler "ship-order": the inbox runs without a transaction (InboxConfig.Mode NonTransactional)`, true},
+		{"pgx behind a wrapper", `AddStdHandler "ship-order": the inbox's transaction is a *sql.PgxTx, not database/sql's: use AddPgxHandler`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := setup(t, dbtest.Targets()[0])
+			r := newRouter(t)
+			var ic middleware.InboxConfig
+			if c.nonTx {
+				ic.Mode = middleware.NonTransactional
+			}
+			svc, err := service.New(foreignBeginner{b.Beginner}, config(t, "  database: postgres\n"+consumerYAML, b.schema),
+				watermill.NopLogger{}, service.WithClock(b.clock), service.WithRelay(b.broker), service.WithRouter(r), service.WithInboxConfig(ic))
+			require.NoError(t, err)
+			called := make(chan struct{}, 10)
+			_, err = svc.AddStdHandler(r, "ship-order", "order-placed", b.broker, func(context.Context, *stdsql.Tx, *message.Message) error {
+				called <- struct{}{}
+				return nil
+			})
+			require.NoError(t, err, "the wrapper hides the handle's kind until a message")
+			errc := runAsync(context.Background(), svc)
+			<-r.Running()
+			msg, _ := event(t)
+			require.NoError(t, b.broker.Publish("order-placed", msg))
+			err = returned(t, errc)
+			require.ErrorIs(t, err, service.ErrNoInboxTx)
+			require.ErrorContains(t, err, c.want)
+			require.Empty(t, called)
+		})
+	}
 }
