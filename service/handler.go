@@ -47,11 +47,16 @@ type StdHandlerFunc func(ctx context.Context, tx *stdsql.Tx, msg *message.Messag
 //			return err
 //		})
 //
+// An error or a panic of h rolls back all it wrote and published with the
+// inbox's record; inbox.retry runs it again on a fresh transaction, and the
+// poison queue parks what the retries gave up on.
+//
 // It returns Watermill's handler (for a handler's own middlewares) and
 // refuses, before the router runs, a nil argument, an empty name or topic,
 // a name the router already has, a service without inbox.enabled
 // (ErrConsumerOff) and a service whose database handle is a *sql.DB (use
-// AddStdHandler).
+// AddStdHandler). It needs the inbox in Transactional mode, the default:
+// otherwise the first message stops Run with ErrNoInboxTx.
 func (s *Service) AddPgxHandler(r *message.Router, name, topic string, sub message.Subscriber, h PgxHandlerFunc) (*message.Handler, error) {
 	call := func(ctx context.Context, tx wsql.Tx, msg *message.Message) error {
 		switch t := tx.(type) {
