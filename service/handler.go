@@ -140,6 +140,9 @@ func (s *Service) addTxHandler(method string, want handleKind, r *message.Router
 	if s.consumer == nil {
 		errs = append(errs, ErrConsumerOff)
 	}
+	if s.consumer != nil && s.inboxMode == middleware.NonTransactional {
+		errs = append(errs, errors.New("the inbox is NonTransactional (WithInboxConfig): there is no transaction to give; use router.AddConsumerHandler"))
+	}
 	switch got := kindOf(s.db); {
 	case got == handlePgx && want == handleStd:
 		errs = append(errs, errors.New("the service's database handle is a pgx pool (sql.BeginnerFromPgx), whose transactions are pgx.Tx: use AddPgxHandler"))

@@ -283,11 +283,11 @@ func TestAddingATypedHandlerRefusesWhatCannotWork(t *testing.T) {
 	})
 }
 
-// A handler whose transaction cannot be given is not called, and Run stops
-// with ErrNoInboxTx, where a handler that took its transaction from the
-// context got nil: an inbox without transactions (InboxConfig.Mode
-// NonTransactional), or a handle of the other kind that a wrapper hid from
-// AddStdHandler.
+// A handler whose transaction cannot be given is never called: an inbox
+// without transactions (InboxConfig.Mode NonTransactional) is refused when
+// the handler is added (at the first message it would be recorded, then
+// lost); a handle of the other kind that a wrapper hid from AddStdHandler
+// stops Run with ErrNoInboxTx at the first message.
 func TestATypedHandlerWithoutItsTransactionStopsTheService(t *testing.T) {
 	for _, c := range []struct {
 		name, want string
@@ -311,6 +311,12 @@ func TestATypedHandlerWithoutItsTransactionStopsTheService(t *testing.T) {
 				called <- struct{}{}
 				return nil
 			})
+			if c.nonTx {
+				// Refused when the handler is added, before a message is
+				// recorded and lost.
+				require.ErrorContains(t, err, "the inbox is NonTransactional")
+				return
+			}
 			require.NoError(t, err, "the wrapper hides the handle's kind until a message")
 			errc := runAsync(context.Background(), svc)
 			<-r.Running()

@@ -56,6 +56,7 @@ var ErrConsumerOff = errors.New("oncebox: service: the consuming side is off: se
 // it with New, run its background work with Run, stop it with Close. It is
 // safe for concurrent use.
 type Service struct {
+	inboxMode    middleware.InboxMode // the inbox's mode, for the typed handlers (handler.go)
 	db           wsql.Beginner
 	cfg          oncebox.Config
 	logger       watermill.LoggerAdapter
@@ -201,6 +202,7 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 		return nil
 	}
 	ic := o.inboxConfig
+	s.inboxMode = ic.Mode
 	ic.DB, ic.Dialect, ic.Hooks, ic.Clock = s.db, d, o.hooks.Inbox, o.clock
 	ic.TracerProvider, ic.Propagator = o.tracerProvider, o.propagator
 	// A misused inbox (Watermill's Retry inside it) stops the service: Run
