@@ -68,6 +68,20 @@ func KeyFromUUID() KeyFunc {
 	return func(msg *message.Message) string { return msg.UUID }
 }
 
+// KeyEventIDOrUUID is a KeyFunc: the oncebox_event_id header, or, when
+// the message has none, its Watermill UUID. For a consumer that receives
+// both oncebox events and messages that other producers sent without an
+// event id, such as Watermill's forwarder during a migration to oncebox
+// (see docs/migrating-from-forwarder.md): each is deduplicated instead of
+// refused with oncebox.ErrMissingEventID. A message UUID deduplicates only
+// as well as its producer keeps it across retries (the forwarder does).
+func KeyEventIDOrUUID(msg *message.Message) string {
+	if id := msg.Metadata.Get(oncebox.HeaderEventID); id != "" {
+		return id
+	}
+	return msg.UUID
+}
+
 // InboxConfig configures an Inbox.
 type InboxConfig struct {
 	// DB is the pool the inbox opens its transactions on
