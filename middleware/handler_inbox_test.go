@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/cache"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/middleware"
 )
@@ -158,4 +159,48 @@ func TestNamespacePinnedToTheEmptyOne(t *testing.T) {
 	}
 	deliverAs(t, b.inbox(t), "ship", log.handler("default"), event(key))
 	require.Equal(t, 1, log.count("default", key), "by default the handler has its own namespace")
+}
+
+// The cache keys follow the handler's namespace: what ship handled is a
+// cache hit for ship only, and email, asked after it, still handles the
+// event; a duplicate for either is then a cache hit.
+func TestTheCacheKeysAreThoseOfTheHandlersNamespace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mem, err := cache.NewMemory(100, time.Hour)
+	require.NoError(t, err)
+	hits := &cacheHits{}
+	in := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.Cache, cfg.Hooks = mem, hits })
+	log := &effectLog{runs: map[string]int{}, fail: map[string]int{}}
+	key := newKey(t)
+	for _, name := range []string{"ship", "email", "ship", "email"} {
+		deliverAs(t, in, name, log.handler(name), event(key))
+	}
+	require.Equal(t, 1, log.count("ship", key))
+	require.Equal(t, 1, log.count("email", key), "ship's cache entry is not email's")
+	require.Equal(t, map[string]int{"ship": 1, "email": 1}, hits.byNamespace(), "each duplicate a cache hit in its namespace")
+}
+
+type cacheHits struct {
+	middleware.NopInboxHooks
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func (h *cacheHits) Duplicate(ns string, cached bool) {
+	if !cached {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hits == nil {
+		h.hits = map[string]int{}
+	}
+	h.hits[ns]++
+}
+
+func (h *cacheHits) byNamespace() map[string]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hits
 }
