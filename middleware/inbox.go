@@ -5,6 +5,7 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -253,6 +254,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 	if config.Key == nil {
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
+	config.HandlerNamespaces = maps.Clone(config.HandlerNamespaces) // the caller's map may change later
 	if config.Clock == nil {
 		config.Clock = clock.Real{}
 	}
