@@ -5,6 +5,7 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,20 @@ func KeyFromUUID() KeyFunc {
 	return func(msg *message.Message) string { return msg.UUID }
 }
 
+// KeyEventIDOrUUID is a KeyFunc: the oncebox_event_id header, or, when
+// the message has none, its Watermill UUID. For a consumer that receives
+// both oncebox events and messages that other producers sent without an
+// event id, such as Watermill's forwarder during a migration to oncebox
+// (see docs/migrating-from-forwarder.md): each is deduplicated instead of
+// refused with oncebox.ErrMissingEventID. A message UUID deduplicates only
+// as well as its producer keeps it across retries (the forwarder does).
+func KeyEventIDOrUUID(msg *message.Message) string {
+	if id := msg.Metadata.Get(oncebox.HeaderEventID); id != "" {
+		return id
+	}
+	return msg.UUID
+}
+
 // InboxConfig configures an Inbox.
 type InboxConfig struct {
 	// DB is the pool the inbox opens its transactions on
@@ -80,13 +95,30 @@ type InboxConfig struct {
 	// Key returns a message's deduplication key. Default: the
 	// oncebox_event_id header (KeyFromMetadata(oncebox.HeaderEventID)).
 	Key KeyFunc
-	// Namespace separates the ids of different consumers sharing one inbox
-	// table. Default "": one event is handled once per service, whatever the
-	// handler (one consumer per event per service).
+	// Namespace, when not empty, is the namespace of every handler's ids,
+	// in place of the handler's name (see HandlerNamespaces for one
+	// handler). By default (empty) each router handler has its own
+	// namespace, its name (message.HandlerNameFromCtx): two handlers on one
+	// topic each handle every event once. A message handled outside a
+	// router handler (the subscriber decorator, Process) has no handler
+	// name: its namespace is "" unless this is set.
 	Namespace string
-	// NamespaceByHandler uses the router handler's name as the namespace, so
-	// that two handlers of one service may each handle the same event. The
-	// trade-off: renaming a handler forgets what it processed.
+	// HandlerNamespaces maps a handler's name to the namespace of its ids,
+	// and overrides Namespace and the handler's name for that handler; the
+	// namespace may be "". For a renamed handler, map its new name to the
+	// old one, or it handles again the events the old name handled that
+	// are still redelivered. For the ids recorded before namespaces were
+	// per handler, map a handler to "".
+	HandlerNamespaces map[string]string
+	// SharedNamespace records every handler's ids under Namespace, even
+	// when it is empty: one event is handled once per service, by whichever
+	// handler gets it first (two handlers on one topic split the events).
+	// It is how the inbox worked before namespaces were per handler, whose
+	// ids are under "": set it, with Namespace "", to keep deduplicating
+	// against them after the upgrade. HandlerNamespaces still overrides it.
+	SharedNamespace bool
+	// Deprecated: each handler has its own namespace by default now; this
+	// field has no effect.
 	NamespaceByHandler bool
 	// AllowMissingKey lets a message without a usable key through to the
 	// handler, without deduplication (and, in Transactional mode, still in a
@@ -200,8 +232,13 @@ func (c InboxConfig) Validate() error {
 	if len(c.Namespace) > MaxKeyLength || !utf8.ValidString(c.Namespace) {
 		errs = append(errs, fmt.Errorf("InboxConfig.Namespace must be valid UTF-8 of at most %d bytes", MaxKeyLength))
 	}
-	if c.Namespace != "" && c.NamespaceByHandler {
-		errs = append(errs, errors.New("InboxConfig.Namespace and NamespaceByHandler are exclusive"))
+	for handler, ns := range c.HandlerNamespaces {
+		if handler == "" {
+			errs = append(errs, errors.New("InboxConfig.HandlerNamespaces has an empty handler name"))
+		}
+		if len(ns) > MaxKeyLength || !utf8.ValidString(ns) {
+			errs = append(errs, fmt.Errorf("InboxConfig.HandlerNamespaces[%q] must be valid UTF-8 of at most %d bytes", handler, MaxKeyLength))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
@@ -217,6 +254,7 @@ func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error
 	if config.Key == nil {
 		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
+	config.HandlerNamespaces = maps.Clone(config.HandlerNamespaces) // the caller's map may change later
 	if config.Clock == nil {
 		config.Clock = clock.Real{}
 	}
@@ -323,6 +361,15 @@ func (i *Inbox) process(msg *message.Message, ns, key string, handle func(*messa
 		}
 		i.logger.Debug("Message without a usable key handled without deduplication", watermill.LogFields{"message_uuid": msg.UUID})
 		return false, false, i.runUnkeyed(msg, handle)
+	}
+	if len(ns) > MaxKeyLength || !utf8.ValidString(ns) {
+		// The handler's name is the namespace by default: one too long for
+		// the consumer column fails here, naming it, not in the database.
+		err := fmt.Errorf("%w: inbox namespace %q (the handler's name, or InboxConfig.Namespace or HandlerNamespaces) "+
+			"must be valid UTF-8 of at most %d bytes: map the handler to a shorter one in InboxConfig.HandlerNamespaces",
+			oncebox.ErrInvalidConfig, ns, MaxKeyLength)
+		i.config.Hooks.Failed(ns, err)
+		return false, false, err
 	}
 	cacheKey := cacheKeyOf(ns, key)
 	if i.config.Cache != nil {
@@ -441,10 +488,24 @@ func (i *Inbox) record(ctx context.Context, db wsql.ContextExecutor, ns, key str
 }
 
 func (i *Inbox) namespace(ctx context.Context) string {
-	if i.config.NamespaceByHandler {
-		return message.HandlerNameFromCtx(ctx)
+	return NamespaceOf(ctx, i.config.Namespace, i.config.HandlerNamespaces, i.config.SharedNamespace)
+}
+
+// NamespaceOf returns the inbox namespace of a message handled with ctx
+// (msg.Context()) under the given settings, as InboxConfig documents them:
+// handlers[name] for a handler in handlers, else namespace when it is not
+// empty or shared is set, else the handler's name (message.HandlerNameFromCtx,
+// "" outside a router handler). The batch inbox (package subscriber) uses it
+// too.
+func NamespaceOf(ctx context.Context, namespace string, handlers map[string]string, shared bool) string {
+	handler := message.HandlerNameFromCtx(ctx)
+	if ns, ok := handlers[handler]; ok && handler != "" {
+		return ns
 	}
-	return i.config.Namespace
+	if namespace != "" || shared {
+		return namespace
+	}
+	return handler
 }
 
 func (i *Inbox) cacheAdd(ctx context.Context, key string) {
@@ -494,14 +555,20 @@ func (i *Inbox) checkAckedEarly(msg *message.Message) {
 }
 
 // checkSharedTopic warns once per topic when two handlers of one process
-// share the inbox namespace for the same topic: the second would skip every
-// event the first handled (one consumer per event per service).
+// record their ids under one namespace for the same topic (InboxConfig's
+// Namespace, SharedNamespace or HandlerNamespaces say so): the second would
+// skip every event the first handled. By default each handler has its own
+// namespace, and this never warns.
 func (i *Inbox) checkSharedTopic(ctx context.Context) {
 	handler, topic := message.HandlerNameFromCtx(ctx), message.SubscribeTopicFromCtx(ctx)
-	if handler == "" || topic == "" || i.config.NamespaceByHandler {
+	if handler == "" || topic == "" {
 		return
 	}
-	k := i.config.Namespace + "\x00" + topic
+	ns := i.namespace(ctx)
+	if ns == handler {
+		return
+	}
+	k := ns + "\x00" + topic
 	i.mu.Lock()
 	first, seen := i.topicHandler[k]
 	if !seen {
@@ -513,9 +580,10 @@ func (i *Inbox) checkSharedTopic(ctx context.Context) {
 	}
 	i.mu.Unlock()
 	if warn {
-		i.logger.Info("WARNING: two handlers share the inbox for one topic: each event is handled by only one of them. "+
-			"Give each effect its own event type, or set InboxConfig.NamespaceByHandler.",
-			watermill.LogFields{"topic": topic, "handlers": first + ", " + handler, "namespace": i.config.Namespace})
+		i.logger.Info("WARNING: two handlers share one inbox namespace for one topic: each event is handled by only one of them. "+
+			"Leave InboxConfig.Namespace empty and SharedNamespace false (each handler then has its own namespace), "+
+			"or map each handler to its own in HandlerNamespaces.",
+			watermill.LogFields{"topic": topic, "handlers": first + ", " + handler, "namespace": ns})
 	}
 }
 

@@ -62,7 +62,8 @@ func TestNewInboxValidation(t *testing.T) {
 		"InboxConfig.DB is nil":      {Dialect: b.schema.Dialect},
 		"InboxConfig.Dialect is nil": {DB: b.schema.Beginner},
 		"neither Transactional":      {DB: b.schema.Beginner, Dialect: b.schema.Dialect, Mode: 7},
-		"are exclusive":              {DB: b.schema.Beginner, Dialect: b.schema.Dialect, Namespace: "x", NamespaceByHandler: true},
+		"HandlerNamespaces[\"ship\"] must be valid UTF-8": {DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+			HandlerNamespaces: map[string]string{"ship": "bad\xff"}},
 	}
 	for want, cfg := range cases {
 		_, err := middleware.NewInbox(cfg, nil)

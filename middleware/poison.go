@@ -3,6 +3,8 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -171,6 +173,11 @@ func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 			return err
 		}
 	}
+	if row.EventID == nil {
+		if err := p.keepApartByMessage(ctx, &row); err != nil {
+			return err
+		}
+	}
 	err = p.exec(ctx, row)
 	if err == nil {
 		return nil
@@ -214,6 +221,62 @@ func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error
 		row.EventID = nil
 	}
 	return nil
+}
+
+// keepApartByMessage decides where a message without an event id is
+// stored: its row is keyed by (message UUID, handler), and its id derived
+// from them (messageRowID), so that the row a redelivery would count one
+// more attempt on can be read by id. A different payload under the same
+// message UUID (a producer that reused one, or two long UUIDs that share
+// their first 255 bytes, which is all the column keeps) is another message:
+// it is stored apart, under the message UUID followed by its payload's
+// digest, and the collision is logged. A row parked before this version
+// has a random id and is not found: the message is counted on it, as
+// before.
+func (p *PoisonQueue) keepApartByMessage(ctx context.Context, row *dialects.DLQRow) error {
+	row.ID = messageRowID(row.HandlerName, row.MessageUUID)
+	stored, found, err := p.config.Dialect.DLQGet(ctx, p.config.DB, row.ID)
+	if err != nil {
+		return fmt.Errorf("oncebox: poison queue: store message %s: read its DLQ row %s: %w", row.MessageUUID, row.ID, err)
+	}
+	if !found || bytes.Equal(stored.Payload, row.Payload) {
+		return nil
+	}
+	if stored.EventID != nil || stored.Source != string(oncebox.DLQSourceConsumer) || stored.MessageUUID != row.MessageUUID {
+		// Not the row of this message (the ids of two of them met, which
+		// 122 bits of digest make all but impossible): a fresh id, and the
+		// upsert finds the message's row by its key as before.
+		id, err := oncebox.NewEventID()
+		if err != nil {
+			return err
+		}
+		row.ID = id
+		return nil
+	}
+	parked := row.MessageUUID
+	sum := sha256.Sum256(row.Payload)
+	suffix := " payload-sha256:" + hex.EncodeToString(sum[:8])
+	row.MessageUUID = dbtext.Text(row.MessageUUID, MaxKeyLength-len(suffix)) + suffix
+	row.ID = messageRowID(row.HandlerName, row.MessageUUID)
+	p.logger.Error("Another message without an event id carries the message UUID of a parked one; it is parked apart, "+
+		"under its message UUID and payload digest",
+		fmt.Errorf("message UUID %s: payload differs from the parked message's", parked),
+		watermill.LogFields{"message_uuid": parked, "stored_as": row.MessageUUID, "handler": row.HandlerName})
+	return nil
+}
+
+// messageRowID is the id of the DLQ row of a message without an event id,
+// parked by handler under messageUUID: a UUIDv8 made of their SHA-256
+// digest, so that a redelivery finds the row it would be counted on. It
+// becomes the event id of the message if an operator retries it (as the
+// random id of a row did before).
+func messageRowID(handler, messageUUID string) oncebox.EventID {
+	sum := sha256.Sum256([]byte("oncebox dlq consumer row\x00" + handler + "\x00" + messageUUID))
+	var id oncebox.EventID
+	copy(id[:], sum[:16])
+	id[6] = id[6]&0x0f | 0x80 // version 8 (RFC 9562: custom)
+	id[8] = id[8]&0x3f | 0x80 // variant 10
+	return id
 }
 
 func (p *PoisonQueue) exec(ctx context.Context, row dialects.DLQRow) error {

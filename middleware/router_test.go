@@ -164,7 +164,8 @@ func TestWarnsAboutTwoHandlersSharingTheInboxForOneTopic(t *testing.T) {
 	b := setup(t)
 	router, pubSub := newRouter(t)
 	logger := capture()
-	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
+	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+		SharedNamespace: true}, logger) // the behaviour before namespaces were per handler
 	require.NoError(t, err)
 
 	router.AddMiddleware(in.Middleware)
@@ -179,7 +180,7 @@ func TestWarnsAboutTwoHandlersSharingTheInboxForOneTopic(t *testing.T) {
 	key := newKey(t)
 	require.NoError(t, pubSub.Publish("orders", event(key)))
 	require.Eventually(t, func() bool {
-		return logged(logger, "two handlers share the inbox") && c.count(key) == 1
+		return logged(logger, "two handlers share one inbox namespace") && c.count(key) == 1
 	}, 10*time.Second, 5*time.Millisecond)
 	require.Never(t, func() bool { return c.count(key) > 1 }, 200*time.Millisecond, 10*time.Millisecond,
 		"the second handler skips the event: hence the warning")

@@ -3,6 +3,7 @@ package subscriber
 import (
 	"context"
 	"fmt"
+	"unicode/utf8"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -19,8 +20,14 @@ import (
 type BatchInbox struct {
 	// Dialect builds the SQL. Required.
 	Dialect dialects.Dialect
-	// Namespace is the consumer namespace ("" by default, as the inbox's).
-	Namespace string
+	// Namespace, HandlerNamespaces and SharedNamespace choose the
+	// namespace of the ids as middleware.InboxConfig's do: by default the
+	// name of the router handler in the ctx given to FilterNew or
+	// RecordNew (pass msg.Context() from inside a handler), and "" outside
+	// a router handler. See middleware.NamespaceOf.
+	Namespace         string
+	HandlerNamespaces map[string]string
+	SharedNamespace   bool
 	// Key returns a message's key. Default: the oncebox_event_id header.
 	Key middleware.KeyFunc
 	// Clock stamps processed_at. Nil means the real clock; tests pass a
@@ -87,9 +94,14 @@ func (b BatchInbox) RecordNew(ctx context.Context, tx wsql.ContextExecutor, keys
 			unique = append(unique, k)
 		}
 	}
-	got, err := b.Dialect.InboxRecordMany(ctx, tx, b.Namespace, unique, clock.Or(b.Clock).Now().UTC())
+	ns := middleware.NamespaceOf(ctx, b.Namespace, b.HandlerNamespaces, b.SharedNamespace)
+	if len(ns) > middleware.MaxKeyLength || !utf8.ValidString(ns) {
+		return nil, fmt.Errorf("%w: batch inbox: namespace %q (the handler's name, or Namespace or HandlerNamespaces) "+
+			"must be valid UTF-8 of at most %d bytes", oncebox.ErrInvalidConfig, ns, middleware.MaxKeyLength)
+	}
+	got, err := b.Dialect.InboxRecordMany(ctx, tx, ns, unique, clock.Or(b.Clock).Now().UTC())
 	if err != nil {
-		return nil, fmt.Errorf("oncebox: batch inbox: record %d keys: %w", len(keys), err)
+		return nil, fmt.Errorf("oncebox: batch inbox: record %d keys under namespace %q: %w", len(keys), ns, err)
 	}
 	for _, k := range got {
 		fresh[k] = true

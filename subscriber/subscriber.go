@@ -27,6 +27,10 @@ import (
 // every message, as with any Watermill subscriber; the next message of the
 // subscription comes after that.
 //
+// The decorator records ids before any router handler runs, so they have
+// no handler name: their namespace is the inbox's InboxConfig.Namespace, ""
+// by default, and not one per handler as with the inbox's Middleware.
+//
 // A router reading this subscriber runs all of its middleware inside the
 // inbox's transaction: with Watermill's Retry among them, a failed attempt's
 // writes would commit with the next attempt's. The inbox finds Retry when
