@@ -90,7 +90,7 @@ func WithRelay(pub message.Publisher) Option { return func(o *options) { o.relay
 func WithRelayConfig(c poller.Config) Option { return func(o *options) { o.relayConfig = c } }
 
 // WithInboxConfig sets the inbox's settings that are not in the
-// configuration (Mode, Key, Namespace, NamespaceByHandler, AllowMissingKey,
+// configuration (Mode, Key, Namespace, HandlerNamespaces, SharedNamespace, AllowMissingKey,
 // TxOptions). Its DB, Dialect, Cache, Hooks, Clock, TracerProvider and
 // Propagator must be left zero.
 func WithInboxConfig(c middleware.InboxConfig) Option {

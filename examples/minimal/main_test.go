@@ -98,7 +98,7 @@ func TestMinimalService(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(get("/dlq/events/count"), `"count":1`) },
 		time.Minute, 50*time.Millisecond, "the poison message parked and listed by the DLQ API")
 	require.Eventually(t, func() bool {
-		return strings.Contains(get("/metrics"), `oncebox_inbox_duplicates_total{inbox_namespace="",source="cache"} 1`)
+		return strings.Contains(get("/metrics"), `oncebox_inbox_duplicates_total{inbox_namespace="ship-order",source="cache"} 1`)
 	},
 		time.Minute, 50*time.Millisecond, "the duplicate dropped and counted")
 	require.Equal(t, 5, shipments(), "nothing shipped twice")

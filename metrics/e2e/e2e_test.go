@@ -95,7 +95,7 @@ func TestMetricsAcrossPublishRelayConsumeDuplicateFailureDLQ(t *testing.T) {
 		require.NoError(t, <-errc)
 	}()
 
-	consumed := map[string]string{"inbox_namespace": ""}
+	consumed := map[string]string{"inbox_namespace": "ship-order"}
 	require.Eventually(t, func() bool {
 		v, ok := value(t, reg, "oncebox_inbox_consumed_total", consumed)
 		p, okP := value(t, reg, "oncebox_poison_parked_total", map[string]string{"handler": "ship-order"})
@@ -107,7 +107,7 @@ func TestMetricsAcrossPublishRelayConsumeDuplicateFailureDLQ(t *testing.T) {
 	dup.Metadata.Set(oncebox.HeaderEventType, "order-created")
 	require.NoError(t, kpub.Publish("orders", dup))
 	require.Eventually(t, func() bool {
-		v, ok := value(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"inbox_namespace": "", "source": "table"})
+		v, ok := value(t, reg, "oncebox_inbox_duplicates_total", map[string]string{"inbox_namespace": "ship-order", "source": "table"})
 		return ok && v == 1
 	}, 30*time.Second, 20*time.Millisecond, "the duplicate is dropped by the inbox")
 
