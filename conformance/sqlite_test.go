@@ -2,7 +2,11 @@ package conformance_test
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -34,21 +38,71 @@ func openSQLite(t testing.TB, path string) *sql.DB {
 	return db
 }
 
-// sqliteTarget is SQLite as the suite's target: a file of its own in the
-// test's temporary directory for every Env, so that the tests run in
-// parallel without sharing a write lock.
+// sqliteTarget is SQLite as the suite's target. Each top-level test gets
+// a file of its own in a temporary directory, so that the tests run in
+// parallel without sharing a write lock; each Env of a test is a pool of
+// its own on that file with tables of their own (a prefix, t1_, t2_, …,
+// in the schema "main", the file opened). A second Env of one test is then
+// what a second Env on a server is: another instance (pool) that reaches
+// the first Env's tables by their qualified names.
 func sqliteTarget() dialecttest.Target {
+	files := &sqliteFiles{m: map[string]*sqliteFile{}}
 	var tg dialecttest.Target
 	tg = dialecttest.Target{
 		Name: "sqlite",
 		NewEmpty: func(t testing.TB) *dialecttest.Env {
-			db := openSQLite(t, filepath.Join(t.TempDir(), "oncebox.db"))
-			d, err := sqlite.New(oncebox.TablesConfig{})
+			path, prefix := files.take(t)
+			db := openSQLite(t, path)
+			d, err := sqlite.New(oncebox.TablesConfig{Schema: "main", Prefix: prefix})
 			require.NoError(t, err)
 			return &dialecttest.Env{Target: tg, Dialect: d, Tables: d.Tables(), DB: db, Beginner: wsql.BeginnerFromStdSQL(db)}
 		},
 	}
 	return tg
+}
+
+// sqliteFiles are the database files of the tests running, by top-level
+// test.
+type sqliteFiles struct {
+	mu sync.Mutex
+	m  map[string]*sqliteFile
+}
+
+// sqliteFile is one test's file: its directory, the Envs open on it, and
+// the prefixes given so far.
+type sqliteFile struct {
+	dir        string
+	refs, last int
+}
+
+// take returns the file of t's top-level test and a prefix no other Env
+// on it has; the directory is removed when the last Env's test ends.
+func (f *sqliteFiles) take(t testing.TB) (path, prefix string) {
+	t.Helper()
+	key := t.Name()
+	if parts := strings.SplitN(key, "/", 3); len(parts) >= 2 {
+		key = parts[0] + "/" + parts[1]
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	file := f.m[key]
+	if file == nil {
+		dir, err := os.MkdirTemp("", "oncebox-sqlite-")
+		require.NoError(t, err)
+		file = &sqliteFile{dir: dir}
+		f.m[key] = file
+	}
+	file.refs++
+	file.last++
+	t.Cleanup(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if file.refs--; file.refs == 0 {
+			delete(f.m, key)
+			_ = os.RemoveAll(file.dir)
+		}
+	})
+	return filepath.Join(file.dir, "oncebox.db"), "t" + strconv.Itoa(file.last) + "_"
 }
 
 // TestConformanceSQLite runs every test of the suite on SQLite through
