@@ -20,7 +20,9 @@ func (d *Dialect) EventsClaimCandidatesSQL(p dialects.ClaimParams) dialects.Quer
 	return d.eventsClaimCandidates(p)
 }
 
-func (d *Dialect) EventsClaimWalkSQL(p dialects.ClaimParams) dialects.Query { return d.eventsClaimWalk(p) }
+func (d *Dialect) EventsClaimWalkSQL(p dialects.ClaimParams) dialects.Query {
+	return d.eventsClaimWalk(p)
+}
 
 func (d *Dialect) EventsClaimLockCandidatesSQL(p dialects.ClaimParams, ids []oncebox.EventID) dialects.Query {
 	return d.eventsClaimLockCandidates(p, ids)
@@ -126,7 +128,9 @@ func (d *Dialect) DLQDeleteIDsSQL(ids []oncebox.EventID) dialects.Query { return
 
 // The publisher's, the inbox's and the poison queue's.
 
-func (d *Dialect) EventsInsertSQL(rows []dialects.EventRow) dialects.Query { return d.eventsInsert(rows) }
+func (d *Dialect) EventsInsertSQL(rows []dialects.EventRow) dialects.Query {
+	return d.eventsInsert(rows)
+}
 
 func (d *Dialect) MaxRowsPerInsert() int { return d.maxRowsPerInsert() }
 
@@ -142,7 +146,9 @@ func (d *Dialect) InboxDeleteBeforeSQL(cutoff time.Time, limit int) dialects.Que
 	return d.inboxDeleteBefore(cutoff, limit)
 }
 
-func (d *Dialect) DLQUpsertConsumerSQL(r dialects.DLQRow) dialects.Query { return d.dlqUpsertConsumer(r) }
+func (d *Dialect) DLQUpsertConsumerSQL(r dialects.DLQRow) dialects.Query {
+	return d.dlqUpsertConsumer(r)
+}
 
 func (d *Dialect) DLQConsumerPayloadSQL(eventID oncebox.EventID, handler string) dialects.Query {
 	return d.dlqConsumerPayload(eventID, handler)
