@@ -3,22 +3,27 @@ package sqlite
 import (
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// binder numbers bind parameters $1, $2, … in the order they are written.
+// binder binds parameters as anonymous ?, in the order they are written.
 type binder = sqlkit.Binder[style]
 
-// style is SQLite's way of binding: $n placeholders (SQLite reads $1 as a
-// named parameter; the driver binds it to the first argument, and two
-// $1 are one parameter), a time bound as INTEGER unix microseconds in UTC,
-// no limit on an IN list beyond the bind parameters.
+// style is SQLite's way of binding: anonymous ? placeholders, bound in
+// text order (each value bound where it is used), a time bound as INTEGER
+// unix microseconds in UTC, no limit on an IN list beyond the bind
+// parameters. The statements of a fixed shape, a dozen parameters at
+// most, are written with numbered ?n, which may repeat. Not for the
+// large ones: SQLite looks a numbered or named parameter up in a list
+// (and modernc.org/sqlite asks each one's name), so a statement's cost
+// grew with the square of its parameters: an INSERT of 4,000 rows of
+// eight parameters took 2.3 s with ?n, 6.1 s with $n, 39 ms with ?
+// (measured, modernc.org/sqlite v1.62.0).
 type style struct{}
 
-func (style) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
+func (style) Placeholder(int) string { return "?" }
 
 func (style) Time(v time.Time, bind func(any) string) string { return bind(us(v)) }
 

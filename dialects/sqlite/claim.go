@@ -30,11 +30,11 @@ const claimColumns = "id, topic, partition_key, message_uuid, payload, metadata,
 func (d *Dialect) eventsClaim(p dialects.ClaimParams) dialects.Query {
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + `
-   SET status = 'IN_PROCESS', claim_token = $4, claimed_at = $2, claimed_by = $5, updated_at = $2
+   SET status = 'IN_PROCESS', claim_token = ?4, claimed_at = ?2, claimed_by = ?5, updated_at = ?2
  WHERE id IN (SELECT id FROM ` + d.tables.Events + `
-               WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2
+               WHERE status = 'PENDING' AND event_type = ?1 AND next_retry_at <= ?2
                ORDER BY next_retry_at, id
-               LIMIT $3)
+               LIMIT ?3)
 RETURNING ` + claimColumns,
 		Args: []any{p.EventType, us(p.Now), p.Limit, d.EncodeID(p.Token), sqlkit.Nullable(p.Instance)},
 	}
@@ -46,7 +46,7 @@ RETURNING ` + claimColumns,
 // index.
 func (d *Dialect) eventsClaimProbe(p dialects.ClaimParams) dialects.Query {
 	return dialects.Query{
-		SQL:  "SELECT 1 FROM " + d.tables.Events + ` WHERE status = 'PENDING' AND event_type = $1 AND next_retry_at <= $2 LIMIT 1`,
+		SQL:  "SELECT 1 FROM " + d.tables.Events + ` WHERE status = 'PENDING' AND event_type = ?1 AND next_retry_at <= ?2 LIMIT 1`,
 		Args: []any{p.EventType, us(p.Now)},
 	}
 }

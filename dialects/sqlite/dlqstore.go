@@ -34,7 +34,7 @@ func dlqWhere(b *binder, f dialects.DLQFilter, conds []string) []string {
 // of DLQRecord.ScanTargets. Index: the primary key.
 func (d *Dialect) dlqGet(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
-		SQL:  "SELECT " + sqlkit.DlqColumns + " FROM " + d.tables.DLQ + " WHERE id = $1",
+		SQL:  "SELECT " + sqlkit.DlqColumns + " FROM " + d.tables.DLQ + " WHERE id = ?1",
 		Args: []any{d.EncodeID(id)},
 	}
 }
@@ -43,7 +43,7 @@ func (d *Dialect) dlqGet(id oncebox.EventID) dialects.Query {
 // text column, no row when it does not exist. Index: the primary key.
 func (d *Dialect) dlqGetStatus(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
-		SQL:  "SELECT status FROM " + d.tables.DLQ + " WHERE id = $1",
+		SQL:  "SELECT status FROM " + d.tables.DLQ + " WHERE id = ?1",
 		Args: []any{d.EncodeID(id)},
 	}
 }
@@ -110,7 +110,7 @@ func (d *Dialect) dlqSetStatusWhere(f dialects.DLQFilter, to oncebox.DLQStatus, 
 // IN_PROCESS; one affected row means deleted.
 func (d *Dialect) dlqDelete(id oncebox.EventID) dialects.Query {
 	return dialects.Query{
-		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id = $1 AND status <> 'IN_PROCESS'",
+		SQL:  "DELETE FROM " + d.tables.DLQ + " WHERE id = ?1 AND status <> 'IN_PROCESS'",
 		Args: []any{d.EncodeID(id)},
 	}
 }

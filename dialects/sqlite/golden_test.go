@@ -16,13 +16,25 @@ import (
 )
 
 // check writes qs to the golden file name, each with one argument per
-// placeholder ($n may be repeated: SQLite binds it once).
+// placeholder (?n may be repeated: SQLite binds it once).
 func check(t *testing.T, name string, qs []golden.Query) {
 	t.Helper()
 	for _, c := range qs {
-		require.Len(t, c.Q.Args, golden.CountDollarParams(c.Q.SQL), "%s: one argument per placeholder", c.Name)
+		require.NotContains(t, c.Q.SQL, "$", "%s: ?n placeholders only", c.Name)
+		require.Len(t, c.Q.Args, countParams(t, c.Q.SQL), "%s: one argument per placeholder", c.Name)
 	}
 	golden.Check(t, name, golden.Render(qs))
+}
+
+// countParams returns the parameters of sql: the highest ?n, or the
+// number of anonymous ? (a statement never mixes the two).
+func countParams(t *testing.T, sql string) int {
+	t.Helper()
+	if n := golden.CountDollarParams(strings.ReplaceAll(sql, "?", "$")); n > 0 {
+		require.NotRegexp(t, `\?[^0-9]|\?$`, sql, "numbered and anonymous parameters mixed")
+		return n
+	}
+	return strings.Count(sql, "?")
 }
 
 func newDialect(t *testing.T, cfg oncebox.TablesConfig) *sqlite.Dialect {
@@ -65,10 +77,11 @@ func TestSQLiteEventsInsertGolden(t *testing.T) {
 	golden.Check(t, "sqlite_events_insert.sql", q.SQL+"\n")
 	micros := golden.At.UnixMicro() + 1
 	require.Equal(t, []any{
-		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", micros,
-		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", micros,
+		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", micros, micros, micros,
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", micros, micros, micros,
 	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, a time its microseconds")
-	require.Equal(t, 32766/8, d.MaxRowsPerInsert())
+	require.Equal(t, strings.Count(q.SQL, "?"), len(q.Args))
+	require.Equal(t, 32766/10, d.MaxRowsPerInsert())
 }
 
 var (
@@ -167,11 +180,13 @@ func TestSQLiteMigratorGolden(t *testing.T) {
 	qs = append(qs,
 		golden.Query{Name: "MigrationsTableCreate", Q: d.MigrationsTableCreateSQL()},
 		golden.Query{Name: "MigrationsSelect", Q: d.MigrationsSelectSQL()},
-		golden.Query{Name: "MigrationsInsert", Q: d.MigrationsInsertSQL(1, "0001_init.sql", golden.At)},
 		golden.Query{Name: "Backlog", Q: d.BacklogSQL()},
 		golden.Query{Name: "EventsList", Q: d.EventsListSQL()},
 	)
 	check(t, "sqlite_migrator.sql", qs)
+	// The migration's record keeps $n: sqlkit's script writer inlines $n.
+	require.Equal(t, dialects.Query{SQL: "INSERT INTO oncebox_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+		Args: []any{1, "0001_init.sql", golden.At.UnixMicro()}}, d.MigrationsInsertSQL(1, "0001_init.sql", golden.At))
 	require.Empty(t, d.MigrationUnlockSQL(), "the commit releases the write lock")
 
 	// The printed script records the migration at the database's own
@@ -189,7 +204,7 @@ func TestSQLiteFeatures(t *testing.T) {
 	d := newDialect(t, oncebox.TablesConfig{})
 	require.Nil(t, d.InboxTxOptions(), "no isolation level: SQLite's transactions are serializable")
 	require.False(t, d.CanNotify(), "no notification on commit: the relay polls")
-	require.Equal(t, "$3", sqlite.Database.Placeholder(3))
+	require.Equal(t, "?", sqlite.Database.Placeholder(3), "anonymous, bound in text order")
 	require.Equal(t, "sqlite", d.Name())
 	id := oncebox.EventID{0x01}
 	require.Equal(t, id[:], d.EncodeID(id), "an id is its 16 bytes")

@@ -15,7 +15,7 @@ import (
 // row or move its heartbeat. Index: the primary key.
 func (d *Dialect) instanceHeartbeat(instance string, at time.Time) dialects.Query {
 	return dialects.Query{
-		SQL: "INSERT INTO " + d.tables.Instances + ` (instance_id, heartbeat_at) VALUES ($1, $2)
+		SQL: "INSERT INTO " + d.tables.Instances + ` (instance_id, heartbeat_at) VALUES (?1, ?2)
 ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
 		Args: []any{instance, us(at)},
 	}
@@ -23,13 +23,13 @@ ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
 
 // instanceEnd is Relay.EndInstance's statement.
 func (d *Dialect) instanceEnd(instance string) dialects.Query {
-	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE instance_id = $1", Args: []any{instance}}
+	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE instance_id = ?1", Args: []any{instance}}
 }
 
 // instancesDeleteBefore is Relay.DeleteInstancesBefore's statement. The
 // table holds one row per instance (a handful), so it is read whole.
 func (d *Dialect) instancesDeleteBefore(cutoff time.Time) dialects.Query {
-	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < $1", Args: []any{us(cutoff)}}
+	return dialects.Query{SQL: "DELETE FROM " + d.tables.Instances + " WHERE heartbeat_at < ?1", Args: []any{us(cutoff)}}
 }
 
 // eventsInProcessProbe is the first statement of RecoverStale, a plain
@@ -51,14 +51,14 @@ func (d *Dialect) eventsInProcessProbe() dialects.Query {
 // then the instances' primary key.
 func (d *Dialect) eventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 	return dialects.Query{
-		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, claimed_by = NULL, updated_at = $1
+		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, claimed_by = NULL, updated_at = ?1
  WHERE id IN (SELECT e.id FROM ` + d.tables.Events + ` e
-               WHERE e.status = 'IN_PROCESS' AND e.claimed_at < $2
-                 AND (e.claimed_at < $3
+               WHERE e.status = 'IN_PROCESS' AND e.claimed_at < ?2
+                 AND (e.claimed_at < ?3
                       OR (e.claimed_by IS NOT NULL
                           AND NOT EXISTS (SELECT 1 FROM ` + d.tables.Instances + ` i
-                                           WHERE i.instance_id = e.claimed_by AND i.heartbeat_at >= $2)))
-               LIMIT $4)`,
+                                           WHERE i.instance_id = e.claimed_by AND i.heartbeat_at >= ?2)))
+               LIMIT ?4)`,
 		Args: []any{us(p.Now), us(p.StaleBefore), us(p.ClaimedBefore), p.Limit},
 	}
 }

@@ -18,14 +18,14 @@ import (
 // does nothing (it committed).
 func (d *Dialect) inboxInsert(consumer, id string, now time.Time) dialects.Query {
 	return dialects.Query{
-		SQL: "INSERT INTO " + d.tables.Inbox + ` (consumer, event_id, processed_at) VALUES ($1, $2, $3)
+		SQL: "INSERT INTO " + d.tables.Inbox + ` (consumer, event_id, processed_at) VALUES (?1, ?2, ?3)
 ON CONFLICT DO NOTHING`,
 		Args: []any{consumer, id, us(now)},
 	}
 }
 
-// maxInboxIDs is the most ids one inboxInsertMany binds (one parameter
-// each, beside the consumer and the time).
+// maxInboxIDs is the most ids one inboxInsertMany binds (three
+// parameters each: 30,000).
 const maxInboxIDs = maxIDsPerStatement
 
 // inboxInsertMany is InboxRecordMany's statement: record ids in one
@@ -33,14 +33,13 @@ const maxInboxIDs = maxIDsPerStatement
 // gives the inserted rows only; an id twice in ids is inserted once).
 func (d *Dialect) inboxInsertMany(consumer string, ids []string, now time.Time) dialects.Query {
 	var b binder
-	c, at := b.P(consumer), b.T(now)
 	var s strings.Builder
 	s.WriteString("INSERT INTO " + d.tables.Inbox + " (consumer, event_id, processed_at) VALUES ")
 	for i, id := range ids {
 		if i > 0 {
 			s.WriteString(", ")
 		}
-		s.WriteString("(" + c + ", " + b.P(id) + ", " + at + ")")
+		s.WriteString("(" + b.P(consumer) + ", " + b.P(id) + ", " + b.T(now) + ")")
 	}
 	s.WriteString("\nON CONFLICT DO NOTHING\nRETURNING event_id")
 	return b.Query(s.String())
@@ -63,7 +62,7 @@ func (d *Dialect) InboxRecordMany(ctx context.Context, tx wsql.ContextExecutor, 
 func (d *Dialect) inboxDeleteBefore(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.Inbox + ` WHERE rowid IN (
-    SELECT rowid FROM ` + d.tables.Inbox + ` WHERE processed_at < $1 LIMIT $2)`,
+    SELECT rowid FROM ` + d.tables.Inbox + ` WHERE processed_at < ?1 LIMIT ?2)`,
 		Args: []any{us(cutoff), limit},
 	}
 }
@@ -84,7 +83,7 @@ func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 		SQL: "INSERT INTO " + d.tables.DLQ + ` AS q (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
-VALUES ($1, $2, 'consumer', $3, $4, $5, $6, $7, $8, $9, 'MOVED', 1, $10, $11, $11, $11, $11, $11)
+VALUES (?1, ?2, 'consumer', ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'MOVED', 1, ?10, ?11, ?11, ?11, ?11, ?11)
 ON CONFLICT ` + conflict + ` DO UPDATE
    SET retry_count = q.retry_count + 1, last_error = excluded.last_error,
        last_failed_at = excluded.last_failed_at, updated_at = excluded.updated_at`,
@@ -97,7 +96,7 @@ ON CONFLICT ` + conflict + ` DO UPDATE
 // on (event_id, source, handler_name).
 func (d *Dialect) dlqConsumerPayload(eventID oncebox.EventID, handler string) dialects.Query {
 	return dialects.Query{
-		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = $1 AND source = 'consumer' AND handler_name = $2",
+		SQL:  "SELECT payload FROM " + d.tables.DLQ + " WHERE event_id = ?1 AND source = 'consumer' AND handler_name = ?2",
 		Args: []any{d.EncodeID(eventID), handler},
 	}
 }

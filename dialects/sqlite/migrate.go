@@ -103,7 +103,9 @@ func (d *Dialect) migrationsSelect() dialects.Query {
 
 // migrationsInsert records version as applied at the given time, in
 // microseconds. The zero time (MigrationScript's) stands for the
-// database's own clock, which the script writes as nowMicros.
+// database's own clock, which the script writes as nowMicros. Written with
+// $n (SQLite and the driver take it too): sqlkit's script writer inlines
+// $n and :n placeholders, not ?n.
 func (d *Dialect) migrationsInsert(version int, name string, at time.Time) dialects.Query {
 	var v any = us(at)
 	if at.IsZero() {

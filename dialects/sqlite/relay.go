@@ -20,8 +20,8 @@ import (
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	var b binder
 	set := "UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.T(now)
-	tok := b.P(d.EncodeID(token))
-	return b.Query(set + "\n WHERE " + b.In("id", d.ids(ids)) + " AND claim_token = " + tok + " AND status = 'IN_PROCESS'\nRETURNING id")
+	in := b.In("id", d.ids(ids))
+	return b.Query(set + "\n WHERE " + in + " AND claim_token = " + b.P(d.EncodeID(token)) + " AND status = 'IN_PROCESS'\nRETURNING id")
 }
 
 // MarkProcessed implements dialects.Relay: eventsMarkProcessed, one
@@ -79,10 +79,13 @@ func (d *Dialect) MarkProcessedClaims(ctx context.Context, db wsql.Beginner, cla
 // retry count, next retry time and status from a VALUES list joined in one
 // UPDATE … FROM (SQLite names its columns column1 … column5), under the
 // same claim-token guard as eventsMarkProcessed. Five parameters a row:
-// at most 6,500 rows, more than any batch.
+// at most maxFailedRows rows (MarkFailed splits a larger batch).
 func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) dialects.Query {
 	var b binder
-	nowP, tok := b.T(now), b.P(d.EncodeID(token))
+	head := "UPDATE " + d.tables.Events + ` AS e
+   SET status = u.column2, retry_count = u.column3, next_retry_at = u.column4,
+       last_error = u.column5, first_failed_at = COALESCE(e.first_failed_at, ` + b.T(now) + `),
+       claim_token = NULL, claimed_at = NULL, updated_at = ` + b.T(now)
 	var v strings.Builder
 	for i, r := range rows {
 		if i > 0 {
@@ -91,12 +94,36 @@ func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.Failed
 		v.WriteString("(" + b.P(d.EncodeID(r.ID)) + ", " + b.P(string(r.Status)) + ", " + b.P(r.RetryCount) + ", " +
 			b.T(r.NextRetryAt) + ", " + b.P(sqlkit.ErrorText(r.Error)) + ")")
 	}
-	return b.Query("UPDATE " + d.tables.Events + ` AS e
-   SET status = u.column2, retry_count = u.column3, next_retry_at = u.column4,
-       last_error = u.column5, first_failed_at = COALESCE(e.first_failed_at, ` + nowP + `),
-       claim_token = NULL, claimed_at = NULL, updated_at = ` + nowP + `
+	return b.Query(head + `
   FROM (VALUES ` + v.String() + `) AS u
- WHERE e.id = u.column1 AND e.claim_token = ` + tok + ` AND e.status = 'IN_PROCESS'`)
+ WHERE e.id = u.column1 AND e.claim_token = ` + b.P(d.EncodeID(token)) + ` AND e.status = 'IN_PROCESS'`)
+}
+
+// maxFailedRows is the most rows one eventsMarkFailed takes: five
+// parameters a row, beside two, under sqliteMaxBindParams.
+const maxFailedRows = 6000 // 30,004 parameters
+
+// MarkFailed implements dialects.Relay: eventsMarkFailed on its own, or,
+// for a batch larger than maxFailedRows (up to oncebox.MaxBatchSize, whose
+// 50,000 parameters no statement takes), one statement per maxFailedRows
+// rows in one transaction.
+func (d *Dialect) MarkFailed(ctx context.Context, db wsql.Beginner, token oncebox.EventID, rows []dialects.FailedEvent, now time.Time) (int64, error) {
+	if len(rows) <= maxFailedRows {
+		return sqlkit.ExecAffected(ctx, db, d.eventsMarkFailed(token, rows, now))
+	}
+	var n int64
+	err := sqlkit.Tx{}.Run(ctx, db, func(tx wsql.Tx) error {
+		n = 0
+		return sqlkit.Chunks(rows, maxFailedRows, func(part []dialects.FailedEvent) error {
+			k, err := sqlkit.ExecAffected(ctx, tx, d.eventsMarkFailed(token, part, now))
+			n += k
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // eventsRelease is Relay.ReleaseClaims's statement: rows of a claim go back
@@ -105,8 +132,8 @@ func (d *Dialect) eventsMarkFailed(token oncebox.EventID, rows []dialects.Failed
 func (d *Dialect) eventsRelease(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	var b binder
 	set := "UPDATE " + d.tables.Events + " SET status = 'PENDING', claim_token = NULL, claimed_at = NULL, updated_at = " + b.T(now)
-	tok := b.P(d.EncodeID(token))
-	return b.Query(set + "\n WHERE " + b.In("id", d.ids(ids)) + " AND claim_token = " + tok + " AND status = 'IN_PROCESS'")
+	in := b.In("id", d.ids(ids))
+	return b.Query(set + "\n WHERE " + in + " AND claim_token = " + b.P(d.EncodeID(token)) + " AND status = 'IN_PROCESS'")
 }
 
 // eventsFailedProbe tells, with a plain read, whether a FAILED row waits:
@@ -131,9 +158,9 @@ func (d *Dialect) eventsCopyToDLQ(now time.Time, limit int) dialects.Query {
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
 SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, payload, metadata,
-       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, $1, $1
+       'MOVED', retry_count, last_error, created_at, first_failed_at, updated_at, ?1, ?1
   FROM ` + d.tables.Events + `
- WHERE id IN (` + d.failedBatch("$2") + `)`,
+ WHERE id IN (` + d.failedBatch("?2") + `)`,
 		Args: []any{us(now), limit},
 	}
 }
@@ -142,7 +169,7 @@ SELECT id, id, 'publisher', '', event_type, topic, partition_key, message_uuid, 
 // the first copied (the same subquery, in the same write transaction).
 func (d *Dialect) eventsDeleteMoved(limit int) dialects.Query {
 	return dialects.Query{
-		SQL:  "DELETE FROM " + d.tables.Events + ` WHERE id IN (` + d.failedBatch("$1") + `)`,
+		SQL:  "DELETE FROM " + d.tables.Events + ` WHERE id IN (` + d.failedBatch("?1") + `)`,
 		Args: []any{limit},
 	}
 }
@@ -176,7 +203,7 @@ func (d *Dialect) MoveToDLQ(ctx context.Context, db wsql.Beginner, now time.Time
 func (d *Dialect) eventsDeleteProcessed(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.Events + ` WHERE id IN (SELECT id FROM ` + d.tables.Events + `
- WHERE status = 'PROCESSED' AND updated_at < $1 LIMIT $2)`,
+ WHERE status = 'PROCESSED' AND updated_at < ?1 LIMIT ?2)`,
 		Args: []any{us(cutoff), limit},
 	}
 }
@@ -186,7 +213,7 @@ func (d *Dialect) eventsDeleteProcessed(cutoff time.Time, limit int) dialects.Qu
 // (an upsert whose WHERE is false changes none).
 func (d *Dialect) leaseAcquire(l dialects.Lease) dialects.Query {
 	return dialects.Query{
-		SQL: "INSERT INTO " + d.tables.Jobs + ` AS j (name, locked_by, locked_at, lock_until) VALUES ($1, $2, $3, $4)
+		SQL: "INSERT INTO " + d.tables.Jobs + ` AS j (name, locked_by, locked_at, lock_until) VALUES (?1, ?2, ?3, ?4)
 ON CONFLICT (name) DO UPDATE SET locked_by = excluded.locked_by, locked_at = excluded.locked_at,
        lock_until = excluded.lock_until
  WHERE j.lock_until <= excluded.locked_at`,
@@ -205,7 +232,7 @@ func (d *Dialect) AcquireLease(ctx context.Context, db wsql.ContextExecutor, l d
 // The times are whole microseconds on both sides, so the equality holds.
 func (d *Dialect) leaseRelease(l dialects.Lease) dialects.Query {
 	return dialects.Query{
-		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = $1 WHERE name = $2 AND locked_by = $3 AND locked_at = $4",
+		SQL:  "UPDATE " + d.tables.Jobs + " SET lock_until = ?1 WHERE name = ?2 AND locked_by = ?3 AND locked_at = ?4",
 		Args: []any{us(l.Until), l.Name, l.Owner, us(l.LockedAt)},
 	}
 }
@@ -219,16 +246,16 @@ func (d *Dialect) eventsDueTypes(now time.Time, after string, limit int) dialect
 	return dialects.Query{
 		SQL: `WITH RECURSIVE t(event_type, n) AS (
     SELECT min(event_type), 1 FROM ` + d.tables.Events + `
-     WHERE status = 'PENDING' AND event_type > $2
+     WHERE status = 'PENDING' AND event_type > ?2
   UNION ALL
     SELECT (SELECT min(e.event_type) FROM ` + d.tables.Events + ` e
              WHERE e.status = 'PENDING' AND e.event_type > t.event_type), t.n + 1
       FROM t
-     WHERE t.event_type IS NOT NULL AND t.n < $3
+     WHERE t.event_type IS NOT NULL AND t.n < ?3
 )
 SELECT t.event_type,
        CASE WHEN EXISTS (SELECT 1 FROM ` + d.tables.Events + ` e
-                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= $1)
+                          WHERE e.status = 'PENDING' AND e.event_type = t.event_type AND e.next_retry_at <= ?1)
             THEN 1 ELSE 0 END
   FROM t
  WHERE t.event_type IS NOT NULL

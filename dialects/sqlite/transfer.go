@@ -19,7 +19,7 @@ import (
 func (d *Dialect) dlqDeleteResolved(cutoff time.Time, limit int) dialects.Query {
 	return dialects.Query{
 		SQL: "DELETE FROM " + d.tables.DLQ + ` WHERE id IN (SELECT id FROM ` + d.tables.DLQ + `
- WHERE status = 'RESOLVED' AND moved_at < $1 AND updated_at < $1 ORDER BY moved_at, id LIMIT $2)`,
+ WHERE status = 'RESOLVED' AND moved_at < ?1 AND updated_at < ?1 ORDER BY moved_at, id LIMIT ?2)`,
 		Args: []any{us(cutoff), limit},
 	}
 }
@@ -39,7 +39,7 @@ func (d *Dialect) dlqTransferSelect(limit int) dialects.Query {
 			d.tables.DLQ + `
  WHERE status = 'TO_RETRY'
  ORDER BY moved_at, id
- LIMIT $1`,
+ LIMIT ?1`,
 		Args: []any{limit},
 	}
 }

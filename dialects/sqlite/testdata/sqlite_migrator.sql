@@ -19,10 +19,6 @@ CREATE TABLE IF NOT EXISTS oncebox_migrations (
 SELECT version FROM oncebox_migrations ORDER BY version;
 -- args: []
 
--- MigrationsInsert
-INSERT INTO oncebox_migrations (version, name, applied_at) VALUES ($1, $2, $3);
--- args: [1 0001_init.sql 1796040000000000]
-
 -- Backlog
 SELECT 'outbox', g.event_type, g.status, g.n, g.created_at FROM (
     SELECT event_type, status, count(*) AS n, min(created_at) AS m, created_at FROM outbox_events
