@@ -117,9 +117,9 @@ type (
 // DSN the driver takes is then "file:/path/file.db?" plus the parameters
 // of docs/sqlite.md).
 var Database = dialects.Database{
-	Name:           "sqlite",
-	Aliases:        []string{"sqlite3"},
-	New:            func(cfg oncebox.TablesConfig) (dialects.Dialect, error) { return New(cfg) },
+	Name:    "sqlite",
+	Aliases: []string{"sqlite3"},
+	New:     func(cfg oncebox.TablesConfig) (dialects.Dialect, error) { return New(cfg) },
 	// The one driver tested, and the one whose DSN reads the INTEGER
 	// times back as times (_inttotime, _time_integer_format).
 	DriverPackages: []string{"modernc.org/sqlite"},
