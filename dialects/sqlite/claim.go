@@ -136,13 +136,7 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 		if err != nil {
 			return nil, err
 		}
-		// RETURNING gives the rows in no set order.
-		slices.SortStableFunc(events, func(a, b dialects.ClaimedEvent) int {
-			if c := a.NextRetryAt.Compare(b.NextRetryAt); c != 0 {
-				return c
-			}
-			return bytes.Compare(a.ID[:], b.ID[:])
-		})
+		sortClaimOrder(events) // RETURNING gives the rows in no set order
 		return events, nil
 	}
 	cands, cut, err := sqlkit.QueryCandidates(ctx, db, d.eventsClaimCandidates(p))
@@ -159,16 +153,23 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 	if len(cands) == 0 {
 		return nil, nil
 	}
-	if len(cands) > maxIDsPerStatement {
-		cands = cands[:maxIDsPerStatement]
-	}
 	var out []dialects.ClaimedEvent
 	err = sqlkit.Tx{}.Run(ctx, db, func(tx wsql.Tx) error {
 		out = nil
-		rows, err := queryClaimed(ctx, tx, d.eventsClaimLockCandidates(p, sqlkit.CandidateIDs(cands)))
+		// Every candidate is read again (a window and the walk's heads:
+		// up to twice the limit), maxIDsPerStatement at a time: a
+		// candidate left out would be no gap in its key, and a later row
+		// of the key could be taken before it.
+		var rows []dialects.ClaimedEvent
+		err := sqlkit.Chunks(sqlkit.CandidateIDs(cands), maxIDsPerStatement, func(ids []oncebox.EventID) error {
+			part, err := queryClaimed(ctx, tx, d.eventsClaimLockCandidates(p, ids))
+			rows = append(rows, part...)
+			return err
+		})
 		if err != nil || len(rows) == 0 {
 			return err
 		}
+		sortClaimOrder(rows) // Claimable takes them in claim order
 		if rows = sqlkit.Claimable(cands, rows, p.Limit); len(rows) == 0 {
 			return nil
 		}
@@ -182,6 +183,16 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 		return nil, err
 	}
 	return out, nil
+}
+
+// sortClaimOrder puts claimed rows in claim order, (next_retry_at, id).
+func sortClaimOrder(events []dialects.ClaimedEvent) {
+	slices.SortStableFunc(events, func(a, b dialects.ClaimedEvent) int {
+		if c := a.NextRetryAt.Compare(b.NextRetryAt); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.ID[:], b.ID[:])
+	})
 }
 
 // queryClaimed runs q and scans its rows of claimColumns, the times
