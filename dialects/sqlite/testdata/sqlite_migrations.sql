@@ -129,7 +129,7 @@ CREATE TABLE svc.p_outbox_instances (
 -- 0004_key_order.sql #00
 CREATE INDEX svc.p_outbox_events_key_idx
     ON p_outbox_events (event_type, partition_key, status, id)
- WHERE partition_key IS NOT NULL AND status IN ('PENDING', 'IN_PROCESS', 'FAILED');
+ WHERE partition_key IS NOT NULL;
 
 -- 0004_key_order.sql #01
 -- on-failure: block holds a key behind a DLQ row of the publisher for an
