@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -38,11 +37,11 @@ func openSQLite(t testing.TB, path string) *sql.DB {
 	return db
 }
 
-// sqliteTarget is SQLite as the suite's target. Each top-level test gets
-// a file of its own in a temporary directory, so that the tests run in
-// parallel without sharing a write lock; each Env of a test is a pool of
-// its own on that file with tables of their own (a prefix, t1_, t2_, …,
-// in the schema "main", the file opened). A second Env of one test is then
+// sqliteTarget is SQLite as the suite's target. Each test (and subtest)
+// gets a file of its own in a temporary directory, so that the tests run
+// in parallel without sharing a write lock; each Env of a test is a pool
+// of its own on that file with tables of their own (a prefix, t1_, t2_,
+// …, in the schema "main", the file opened). A second Env of one test is then
 // what a second Env on a server is: another instance (pool) that reaches
 // the first Env's tables by their qualified names.
 func sqliteTarget() dialecttest.Target {
@@ -61,8 +60,8 @@ func sqliteTarget() dialecttest.Target {
 	return tg
 }
 
-// sqliteFiles are the database files of the tests running, by top-level
-// test.
+// sqliteFiles are the database files of the tests running, by test
+// name.
 type sqliteFiles struct {
 	mu sync.Mutex
 	m  map[string]*sqliteFile
@@ -75,14 +74,13 @@ type sqliteFile struct {
 	refs, last int
 }
 
-// take returns the file of t's top-level test and a prefix no other Env
-// on it has; the directory is removed when the last Env's test ends.
+// take returns the file of t and a prefix no other Env on it has; the directory is removed when the last Env's test ends.
 func (f *sqliteFiles) take(t testing.TB) (path, prefix string) {
 	t.Helper()
+	// By the test's full name: parallel subtests that each set up their
+	// Envs (a table of cases) get files of their own, and do not queue on
+	// one write lock.
 	key := t.Name()
-	if parts := strings.SplitN(key, "/", 3); len(parts) >= 2 {
-		key = parts[0] + "/" + parts[1]
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	file := f.m[key]
