@@ -83,6 +83,14 @@ BEGIN
   IF NEW.`+column+` LIKE '%`+marker+`%' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by test trigger'; END IF;
 END`)
 		}
+	case "sqlite":
+		// The trigger's name takes the schema; its table may not.
+		bare := table[strings.IndexByte(table, '.')+1:]
+		for _, op := range []string{"INSERT", "UPDATE"} {
+			s.exec(t, `CREATE TRIGGER `+schema+`.`+name+`_`+strings.ToLower(op)+` BEFORE `+op+` ON `+bare+` FOR EACH ROW
+WHEN NEW.`+column+` LIKE '%`+marker+`%'
+BEGIN SELECT RAISE(ABORT, 'refused by test trigger'); END`)
+		}
 	default:
 		t.Skipf("no test trigger for %s", s.Target.Name)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/mysql"
 	"github.com/oncebox/watermill-oncebox/dialects/oracle"
 	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/dialects/sqlite"
 )
 
 // databases is every database oncebox supports, in the order the
@@ -29,6 +30,7 @@ var databases = []dialects.Database{
 	postgres.Database,
 	mysql.Database,
 	oracle.Database,
+	sqlite.Database,
 }
 
 // All returns the supported databases, in a fresh slice.

@@ -1,0 +1,1 @@
+INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES (?,?,?,?,?,?,?,'PENDING',0,?,?,?),(?,?,?,?,?,?,?,'PENDING',0,?,?,?)
