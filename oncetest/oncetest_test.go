@@ -103,9 +103,9 @@ func TestNewSchemaRefusesADialectItCannotServe(t *testing.T) {
 	t.Parallel()
 	env := dbtest.Targets()[0].NewEmpty(t)
 	msg := fails(t, func(tb testing.TB) { oncetest.NewSchema(tb, env.Beginner, "db2") })
-	require.Equal(t, `oncetest: NewSchema: dialect "db2": want postgres or mysql (for oracle, use a table prefix; see the doc)`, msg)
+	require.Equal(t, `oncetest: NewSchema: dialect "db2": want postgres or mysql (for oracle or sqlite, use a table prefix; see the doc)`, msg)
 	msg = fails(t, func(tb testing.TB) { oncetest.NewSchema(tb, env.Beginner, "oracle") })
-	require.Equal(t, `oncetest: NewSchema: dialect "oracle": want postgres or mysql (for oracle, use a table prefix; see the doc)`, msg)
+	require.Equal(t, `oncetest: NewSchema: dialect "oracle": want postgres or mysql (for oracle or sqlite, use a table prefix; see the doc)`, msg)
 }
 
 func TestRequireEventsSeesWhatTheTransactionPublished(t *testing.T) {

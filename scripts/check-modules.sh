@@ -42,11 +42,13 @@ forbidden=(
 	go.opentelemetry.io/otel/sdk
 	go.opentelemetry.io/otel/exporters
 	github.com/twmb/franz-go
+	modernc.org/sqlite
 )
 # The drivers a PostgreSQL-only binary must not link.
 drivers=(
 	github.com/go-sql-driver/mysql
 	github.com/sijms/go-ora
+	modernc.org/sqlite
 )
 
 fail=0

@@ -94,7 +94,7 @@ func TestConfigurationErrorsNameTheKey(t *testing.T) {
 		{"inbox without relay", fmt.Sprintf(consumerYAML, b.schema), nil, "inbox.enabled: the poison queue parks failed messages"},
 		{"inbox without DLQ", "  inbox: {enabled: true}\n", []service.Option{service.WithRelay(b.broker)},
 			"config outbox.dlq.enabled: must be true when inbox.enabled is"},
-		{"unknown database", "  database: db2\n", nil, `config database: must be one of postgres, mysql, oracle, or empty, got "db2"`},
+		{"unknown database", "  database: db2\n", nil, `config database: must be one of postgres, mysql, oracle, sqlite, or empty, got "db2"`},
 		{"retry policy", "  inbox: {retry: {initial-interval: 1s, max-interval: 10ms}}\n", nil,
 			"config inbox.retry.max-interval: 10ms is shorter than initial-interval 1s"},
 		{"cache size", "  inbox: {cache: {size: -1}}\n", nil, "config inbox.cache.size: must be > 0, got -1"},

@@ -123,7 +123,7 @@ func TestConfigFile(t *testing.T) {
 	// The file is the service's: what LoadConfig refuses, the CLI refuses,
 	// naming the file and the key.
 	for yaml, want := range map[string]string{
-		"oncebox:\n  database: db2\n":               `database: must be one of postgres, mysql, oracle, or empty, got "db2"`,
+		"oncebox:\n  database: db2\n":               `database: must be one of postgres, mysql, oracle, sqlite, or empty, got "db2"`,
 		"oncebox:\n  tables:\n    shema: billing\n": "tables.shema: unknown key; did you mean schema?",
 		"oncebox:\n  tables:\n    schema: user\n":   `tables.schema: "user" is a reserved word`,
 		"billing: {}\n":                             "billing: unknown top-level key",
@@ -139,7 +139,7 @@ func TestConfigFile(t *testing.T) {
 	require.Contains(t, r.stderr, "missing.yaml: no such file")
 	r = c.runArgs("", "--database", "db2", "migrate", "--print-sql")
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `--database must be one of postgres, mysql, oracle, got "db2"`)
+	require.Contains(t, r.stderr, `--database must be one of postgres, mysql, oracle, sqlite, got "db2"`)
 }
 
 func TestMigratePrintSQL(t *testing.T) {
