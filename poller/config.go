@@ -75,8 +75,10 @@ type Config struct {
 	// reached: the batch is then released without counting an attempt and
 	// the type backs off. Default: the package's IsUnavailable, which knows
 	// oncebox.ErrBrokerUnavailable, network and deadline errors, and the
-	// outage errors of watermill-kafka's (Sarama) and watermill-amqp's
-	// (amqp091-go) publishers; wrap it to add the errors of another client.
+	// errors of the recognisers registered with RegisterUnavailable (the
+	// kafka module's for watermill-kafka's publisher, Sarama; the rabbitmq
+	// module's for watermill-amqp's, amqp091-go); wrap it to add the errors
+	// of another client.
 	IsUnavailable func(error) bool
 	// Hooks receives the poller's events. Default: NopHooks.
 	Hooks Hooks
