@@ -33,13 +33,14 @@
 //
 // A Poller runs, for each event type (configured, or discovered: at most
 // Config.MaxDiscoveredTypes), a poll loop, a finalizer and at most
-// Config.MaxBatchesInFlight sends; and one goroutine each for the heartbeat
-// and recovery, the clean-up, the discovery of types nobody configured
-// (unless StrictEventTypes), the wake-up listener (with a Listener), and
-// with the DLQ enabled the DLQ transfer, the DLQ retry and the DLQ clean-up.
-// Sends hold no database connection. The claims, finalizes, discovery and
-// jobs take one of Config.MaxConcurrentQueries slots, one connection each,
-// while they use the database: the default is thread-pool-size
+// Config.MaxBatchesInFlight send goroutines (one sending at a time, in claim
+// order); and one goroutine each for the heartbeat and recovery, the clean-
+// up, the discovery of types nobody configured (unless StrictEventTypes),
+// the wake-up listener (with a Listener), and with the DLQ enabled the DLQ
+// transfer, the DLQ retry and the DLQ clean-up. Sends hold no database
+// connection. The claims, finalizes, discovery and jobs take one of
+// Config.MaxConcurrentQueries slots, one connection each, while they use the
+// database: the default is thread-pool-size
 // (oncebox.Config.MaxConcurrentQueries), else 2 + n, or 5 + n with the DLQ,
 // n being the configured types plus one for discovery. The heartbeat and
 // recovery goroutine takes no slot: it has a connection of its own, so that
