@@ -78,11 +78,13 @@ const (
 // Build it in Go or load it with [LoadConfig]; call [Config.WithDefaults] and
 // [Config.Validate] (LoadConfig does both) before use.
 type Config struct {
-	// ThreadPoolSize bounds the number of goroutines of the relay that use a
-	// database connection at once. 0 means 2 + n without DLQ and 5 + n with
-	// DLQ, n being the number of event types: one connection for each
+	// MaxConcurrentQueries (YAML thread-pool-size, the brief's name) bounds
+	// the goroutines of the relay that use a database connection at once:
+	// the default of poller.Config.MaxConcurrentQueries, which documents it.
+	// 0 means 2 + n without DLQ and 5 + n with DLQ, n being the number of
+	// event types (one more with discovery): one connection for each
 	// goroutine of the relay that may hold one.
-	ThreadPoolSize int `yaml:"thread-pool-size"`
+	MaxConcurrentQueries int `yaml:"thread-pool-size"`
 	// Database names the database the tables are on: "postgres", "mysql"
 	// (MySQL and MariaDB) or "oracle"; it selects the dialect, and the
 	// oncebox CLI's --config reads it. Empty: told by the caller (the
@@ -601,8 +603,8 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if c.ThreadPoolSize < 0 {
-		add(fieldErr("thread-pool-size", "must be >= 0, got %d", c.ThreadPoolSize))
+	if c.MaxConcurrentQueries < 0 {
+		add(fieldErr("thread-pool-size", "must be >= 0, got %d", c.MaxConcurrentQueries))
 	}
 	// Which names are databases is the registry's to say
 	// (dialects/registry, which this package cannot import): the service

@@ -129,7 +129,7 @@ func TestLoadConfigRefusesAWrittenZero(t *testing.T) {
 	}
 	cfg, err := oncebox.LoadConfig(strings.NewReader("oncebox:\n  thread-pool-size: 0\n  outbox:\n    defaults: {max-retries: 0}\n  inbox:\n    retry: {max-retries: 0}\n"))
 	require.NoError(t, err)
-	require.Equal(t, 0, cfg.ThreadPoolSize)
+	require.Equal(t, 0, cfg.MaxConcurrentQueries)
 	require.Equal(t, 0, *cfg.Outbox.Defaults.MaxRetries)
 }
 

@@ -15,7 +15,7 @@ import (
 // briefConfig is testdata/brief.yaml written as Go structs.
 func briefConfig() oncebox.Config {
 	return oncebox.Config{
-		ThreadPoolSize: 5,
+		MaxConcurrentQueries: 5,
 		Outbox: oncebox.OutboxConfig{
 			Sender: oncebox.SenderConfig{Type: "kafka"},
 			Defaults: oncebox.EventSettings{
@@ -196,7 +196,7 @@ func TestConfigValidationNamesTheField(t *testing.T) {
 			c.Outbox.Sender.Type = "nats"
 		}, `outbox.sender.type: must be "kafka", "rabbitmq" or empty, got "nats"`},
 		{"negative thread pool", func(c *oncebox.Config) {
-			c.ThreadPoolSize = -1
+			c.MaxConcurrentQueries = -1
 		}, "thread-pool-size: must be >= 0, got -1"},
 		{"schema injection", func(c *oncebox.Config) {
 			c.Tables.Schema = "public; DROP TABLE users"

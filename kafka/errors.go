@@ -57,8 +57,8 @@ func IsUnavailable(err error) bool {
 			return true
 		}
 	}
-	// The sentinel, network and deadline errors, and Sarama's by their text
-	// or type: the relay's default classifier, which knows these without
-	// importing Sarama; the list above is the exact one.
+	// The sentinel, network and deadline errors, and what the recognisers
+	// registered with the relay know (this module's, relay.go: Sarama's
+	// errors by value, wrapped behind a sentinel, or of its former path).
 	return poller.IsUnavailable(err)
 }

@@ -7,7 +7,7 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/oncebox/watermill-oncebox"
@@ -15,8 +15,7 @@ import (
 
 // IsUnavailable is the default Config.IsUnavailable. It reports whether a
 // publish error means that the broker could not be reached or could not
-// take the messages for now, rather than that it refused them, for any
-// publisher a Watermill user may already have, without configuration:
+// take the messages for now, rather than that it refused them:
 //
 //   - errors wrapping oncebox.ErrBrokerUnavailable (the kafka and rabbitmq
 //     packages' publishers wrap their outages in it);
@@ -25,29 +24,20 @@ import (
 //     pipe, an unreachable host or network, io.EOF and io.ErrUnexpectedEOF
 //     (a peer that hung up), any error whose Timeout method reports true,
 //     context.DeadlineExceeded and context.Canceled;
-//   - Sarama's (watermill-kafka's publisher): no broker reachable, a broker
-//     not connected, the client or producer closed or shutting down, an
-//     open circuit breaker, and the broker's KErrors that say "not now"
-//     (no leader, not the leader, request timed out, broker or replica not
-//     available, network exception, not enough in-sync replicas, storage
-//     error, not the controller);
-//   - amqp091-go's (watermill-amqp's publisher): an *amqp.Error that is not
-//     a soft channel exception about what was published, with code 320
-//     (connection forced), 501 (frame error), 504 (channel or connection not
-//     open, amqp.ErrClosed) or 506 (resource error), and watermill-amqp's
-//     "not connected to AMQP" and closed-publisher errors.
+//   - the errors of the recognisers registered with RegisterUnavailable. The
+//     kafka module registers Sarama's outage errors (watermill-kafka's
+//     publisher) and the rabbitmq module amqp091-go's and watermill-amqp's,
+//     when a program imports them: a program relaying with watermill-kafka's
+//     or watermill-amqp's own publisher and importing neither module gets
+//     them with a blank import (import _ "github.com/oncebox/watermill-oncebox/kafka").
 //
-// The core package does not import Sarama or amqp091-go (their users should
-// not link the other's client): KError and *amqp.Error are recognised by
-// their type's package path and name through reflection, and the sentinel
-// errors that are plain errors.New values by their exact text, as the first
-// part of an error in the chain. The kafka and rabbitmq packages' tests check
-// these texts and codes against the real clients.
+// The core package knows no broker client: each client's errors are known
+// by the module that imports that client.
 //
 // An error it does not know is a refusal: the message counts an attempt
 // (see the relay section of docs/design.md for how a plain publisher's
 // whole-call error is narrowed down to the message at fault). To add
-// errors of another client, wrap it:
+// errors of another client, register a recogniser or wrap it:
 //
 //	cfg.IsUnavailable = func(err error) bool { return poller.IsUnavailable(err) || isMyOutage(err) }
 func IsUnavailable(err error) bool {
@@ -57,9 +47,52 @@ func IsUnavailable(err error) bool {
 	if errors.Is(err, oncebox.ErrBrokerUnavailable) || isNetworkError(err) {
 		return true
 	}
+	recognisers := registered()
+	if len(recognisers) == 0 {
+		return false
+	}
 	return anyInChain(err, func(e error) bool {
-		return isSaramaUnavailable(e) || isAMQPUnavailable(e) || hasKnownText(e)
+		for _, r := range recognisers {
+			if r(e) {
+				return true
+			}
+		}
+		return false
 	})
+}
+
+var unavailableRegistry struct {
+	mu          sync.RWMutex
+	recognisers []func(error) bool
+}
+
+// RegisterUnavailable adds recognise to the errors IsUnavailable knows as
+// outages. IsUnavailable calls it with the error and with each error that
+// error wraps, one at a time: Unwrap() error and Unwrap() []error as the
+// errors package follows them, hashicorp/go-multierror's WrappedErrors and
+// pkg/errors' Cause (100 errors at most), never with nil. recognise must
+// report true only for an error that means the broker cannot take the
+// messages for now, be safe for concurrent use and not panic.
+//
+// A broker client's module calls it from an init function, as the kafka
+// and rabbitmq modules do for Sarama and amqp091-go: the relay then knows
+// those clients' errors in every program that imports the module. A nil
+// recognise is ignored.
+func RegisterUnavailable(recognise func(err error) bool) {
+	if recognise == nil {
+		return
+	}
+	unavailableRegistry.mu.Lock()
+	defer unavailableRegistry.mu.Unlock()
+	unavailableRegistry.recognisers = append(unavailableRegistry.recognisers, recognise)
+}
+
+func registered() []func(error) bool {
+	unavailableRegistry.mu.RLock()
+	defer unavailableRegistry.mu.RUnlock()
+	// Capped at its length: a later registration appends past what the
+	// caller reads, never into it.
+	return unavailableRegistry.recognisers[:len(unavailableRegistry.recognisers):len(unavailableRegistry.recognisers)]
 }
 
 // isNetworkError recognises the standard library's network and deadline
@@ -77,105 +110,6 @@ func isNetworkError(err error) bool {
 		errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return true
-	}
-	return false
-}
-
-// saramaPackages are the import paths of Sarama, today's and its former one.
-var saramaPackages = map[string]bool{"github.com/IBM/sarama": true, "github.com/Shopify/sarama": true}
-
-// saramaUnavailableCodes are the Kafka protocol error codes (Sarama's
-// KError) that say the cluster cannot take the message now, the same set as
-// the kafka package's IsUnavailable: LEADER_NOT_AVAILABLE (5),
-// NOT_LEADER_OR_FOLLOWER (6), REQUEST_TIMED_OUT (7), BROKER_NOT_AVAILABLE
-// (8), REPLICA_NOT_AVAILABLE (9), NETWORK_EXCEPTION (13), NOT_ENOUGH_REPLICAS
-// (19), NOT_ENOUGH_REPLICAS_AFTER_APPEND (20), NOT_CONTROLLER (41),
-// KAFKA_STORAGE_ERROR (56).
-var saramaUnavailableCodes = map[int64]bool{5: true, 6: true, 7: true, 8: true, 9: true, 13: true, 19: true, 20: true, 41: true, 56: true}
-
-// isSaramaUnavailable recognises a sarama.KError by its type, without
-// importing Sarama.
-func isSaramaUnavailable(e error) bool {
-	t := reflect.TypeOf(e)
-	if t.Name() != "KError" || !saramaPackages[t.PkgPath()] || t.Kind() != reflect.Int16 {
-		return false
-	}
-	return saramaUnavailableCodes[reflect.ValueOf(e).Int()]
-}
-
-// amqpPackages are the import paths of the AMQP 0-9-1 client, today's and
-// its former one.
-var amqpPackages = map[string]bool{"github.com/rabbitmq/amqp091-go": true, "github.com/streadway/amqp": true}
-
-// amqpUnavailableCodes are the AMQP reply codes that say the connection or
-// channel went away or the broker lacks resources, not that it refused what
-// was published: 320 CONNECTION_FORCED (the broker is shutting down or an
-// operator closed the connection), 501 FRAME_ERROR (a broken stream), 504
-// CHANNEL_ERROR (amqp.ErrClosed: the channel or connection is not open),
-// 506 RESOURCE_ERROR.
-var amqpUnavailableCodes = map[int64]bool{320: true, 501: true, 504: true, 506: true}
-
-// isAMQPUnavailable recognises an *amqp.Error by its type, without importing
-// amqp091-go. A soft exception raised by the broker (Server and Recover:
-// 404 no such exchange, 406 precondition failed, …) is about what was
-// published, so it is a refusal whatever its code.
-func isAMQPUnavailable(e error) bool {
-	t := reflect.TypeOf(e)
-	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct || t.Elem().Name() != "Error" || !amqpPackages[t.Elem().PkgPath()] {
-		return false
-	}
-	v := reflect.ValueOf(e)
-	if v.IsNil() {
-		return false
-	}
-	v = v.Elem()
-	code, server, recoverable := v.FieldByName("Code"), v.FieldByName("Server"), v.FieldByName("Recover")
-	if code.Kind() != reflect.Int || server.Kind() != reflect.Bool || recoverable.Kind() != reflect.Bool {
-		return false
-	}
-	if server.Bool() && recoverable.Bool() {
-		return false
-	}
-	return amqpUnavailableCodes[code.Int()]
-}
-
-// knownTexts are outage errors that their libraries create with
-// errors.New, so that only their text identifies them without importing the
-// library. An error in the chain matches when its text is one of these or
-// starts with one followed by ": " (Sarama wraps the broker errors behind
-// its sentinel that way). The texts are exact, long and prefixed, so a
-// message-specific error does not match by chance; the kafka and rabbitmq
-// packages' tests compare them with the libraries' values.
-var knownTexts = []string{
-	// Sarama (IBM/sarama errors.go).
-	"kafka: client has run out of available brokers to talk to",               // ErrOutOfBrokers
-	"kafka: broker not connected",                                             // ErrNotConnected
-	"kafka: tried to use a client that was closed",                            // ErrClosedClient
-	"kafka: message received by producer in process of shutting down",         // ErrShuttingDown
-	"kafka: broker for ID is not found",                                       // ErrBrokerNotFound
-	"kafka: controller is not available",                                      // ErrControllerNotAvailable
-	"kafka: response did not contain all the expected topic/partition blocks", // ErrIncompleteResponse
-	"kafka: insufficient data to decode packet, more bytes expected",          // ErrInsufficientData
-	// go-resiliency's breaker.ErrBreakerOpen, which Sarama's producers open
-	// for 10s after three failed metadata look-ups in a row (sony/gobreaker
-	// uses the same text).
-	"circuit breaker is open",
-	// watermill-kafka v3's publisher after Close.
-	"publisher closed",
-	// watermill-amqp v3's publisher: its connection is being re-established,
-	// or the publisher or its channel pool was closed.
-	"not connected to AMQP",
-	"pub/sub is connection closedChan",
-	"channel pool is closed",
-	"provider is closed",
-}
-
-func hasKnownText(e error) bool {
-	msg := e.Error()
-	for _, text := range knownTexts {
-		if msg == text || (strings.HasPrefix(msg, text) && strings.HasPrefix(msg[len(text):], ": ")) {
-			return true
-		}
 	}
 	return false
 }

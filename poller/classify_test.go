@@ -72,3 +72,55 @@ func TestIsUnavailableKnowsNetworkErrors(t *testing.T) {
 		require.False(t, poller.IsUnavailable(err), "%s: %v", name, err)
 	}
 }
+
+// The core knows no broker client: the texts of Sarama's and
+// watermill-amqp's outage errors are refusals for it alone. The kafka and
+// rabbitmq modules teach them to it (RegisterUnavailable), when imported.
+func TestIsUnavailableKnowsNoBrokerClient(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		errors.New("kafka: broker not connected"),
+		errors.New("kafka: client has run out of available brokers to talk to"),
+		errors.New("circuit breaker is open"),
+		errors.New("not connected to AMQP"),
+		errors.New("publisher closed"),
+	} {
+		require.False(t, poller.IsUnavailable(err), "%v", err)
+	}
+}
+
+// testClientOutage is the outage error of a broker client the core does
+// not know.
+type testClientOutage struct{ partition int }
+
+func (e testClientOutage) Error() string {
+	return fmt.Sprintf("test client: partition %d offline", e.partition)
+}
+
+// multiError joins errors as hashicorp/go-multierror does.
+type multiError []error
+
+func (m multiError) Error() string          { return fmt.Sprintf("%d errors", len(m)) }
+func (m multiError) WrappedErrors() []error { return m }
+
+// A registered recogniser makes IsUnavailable know a client's errors
+// wherever they are in the chain, wrapped, joined or in a multi-error; it
+// is never called with nil, and errors it does not know stay refusals.
+func TestRegisterUnavailable(t *testing.T) {
+	t.Parallel()
+	poller.RegisterUnavailable(nil) // ignored
+	poller.RegisterUnavailable(func(err error) bool {
+		if err == nil {
+			panic("called with nil")
+		}
+		var o testClientOutage
+		return errors.As(err, &o) && o.partition >= 0
+	})
+	require.True(t, poller.IsUnavailable(testClientOutage{partition: 1}))
+	require.True(t, poller.IsUnavailable(fmt.Errorf("cannot produce message 42: %w", testClientOutage{partition: 2})))
+	require.True(t, poller.IsUnavailable(errors.Join(errors.New("first"), testClientOutage{partition: 3})))
+	require.True(t, poller.IsUnavailable(fmt.Errorf("send: %w", multiError{errors.New("record too large"), testClientOutage{partition: 4}})))
+	require.False(t, poller.IsUnavailable(testClientOutage{partition: -1}), "the recogniser says no")
+	require.False(t, poller.IsUnavailable(fmt.Errorf("send: %w", multiError{errors.New("record too large"), nil})))
+	require.False(t, poller.IsUnavailable(errors.New("test client: partition 1 offline")), "the text alone is not the error")
+}

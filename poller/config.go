@@ -62,9 +62,10 @@ type Config struct {
 	MaxBatchesInFlight int
 	// MaxConcurrentQueries bounds the goroutines that use a database
 	// connection at once for the claims, finalizes, discovery and jobs.
-	// Default: Oncebox.ThreadPoolSize, or else 2 + n (5 + n with the DLQ)
-	// for n event types: one connection for each goroutine of the relay
-	// that may hold one. The heartbeat and the recovery take no slot: they
+	// Default: Oncebox.MaxConcurrentQueries (YAML thread-pool-size), or else
+	// 2 + n (5 + n with the DLQ) for n event types, one more with
+	// discovery: one connection for each goroutine of the relay that may
+	// hold one. The heartbeat and the recovery take no slot: they
 	// run on one connection of their own, so that they never wait behind
 	// the claims and finalizes of busy types (a live instance whose
 	// heartbeat waited past HeartbeatTimeout would see its claims
@@ -75,8 +76,10 @@ type Config struct {
 	// reached: the batch is then released without counting an attempt and
 	// the type backs off. Default: the package's IsUnavailable, which knows
 	// oncebox.ErrBrokerUnavailable, network and deadline errors, and the
-	// outage errors of watermill-kafka's (Sarama) and watermill-amqp's
-	// (amqp091-go) publishers; wrap it to add the errors of another client.
+	// errors of the recognisers registered with RegisterUnavailable (the
+	// kafka module's for watermill-kafka's publisher, Sarama; the rabbitmq
+	// module's for watermill-amqp's, amqp091-go); wrap it to add the errors
+	// of another client.
 	IsUnavailable func(error) bool
 	// Hooks receives the poller's events. Default: NopHooks.
 	Hooks Hooks
@@ -259,7 +262,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 		c.FinalizeTimeout = 10 * time.Second
 	}
 	if c.MaxConcurrentQueries == 0 {
-		c.MaxConcurrentQueries = c.Oncebox.ThreadPoolSize
+		c.MaxConcurrentQueries = c.Oncebox.MaxConcurrentQueries
 	}
 	if c.MaxConcurrentQueries == 0 {
 		// One more for discovery and the loops of the types it finds, which

@@ -31,14 +31,20 @@
 //
 // # Bounds
 //
-// A Poller runs n + 2 goroutines (n event types, recovery, clean-up), plus
-// three when the DLQ is enabled (DLQ transfer, DLQ retry, DLQ clean-up):
-// n + 5. Each holds at most one database connection at a time, so it uses
-// at most n + 2 connections, or n + 5 with the DLQ, which is the default of
-// Config.MaxConcurrentQueries (and of thread-pool-size); set lower, it bounds the database users
-// further. The heartbeat and recovery goroutine takes no
-// MaxConcurrentQueries slot: it has a connection of its own, so that a
-// live instance's heartbeat never waits behind busy types' claims and
+// A Poller runs, for each event type (configured, or discovered: at most
+// Config.MaxDiscoveredTypes), a poll loop, a finalizer and at most
+// Config.MaxBatchesInFlight send goroutines (one sending at a time, in claim
+// order); and one goroutine each for the heartbeat and recovery, the clean-
+// up, the discovery of types nobody configured (unless StrictEventTypes),
+// the wake-up listener (with a Listener), and with the DLQ enabled the DLQ
+// transfer, the DLQ retry and the DLQ clean-up. Sends hold no database
+// connection. The claims, finalizes, discovery and jobs take one of
+// Config.MaxConcurrentQueries slots, one connection each, while they use the
+// database: the default is thread-pool-size
+// (oncebox.Config.MaxConcurrentQueries), else 2 + n, or 5 + n with the DLQ,
+// n being the configured types plus one for discovery. The heartbeat and
+// recovery goroutine takes no slot: it has a connection of its own, so that
+// a live instance's heartbeat never waits behind busy types' claims and
 // finalizes. The pool needs MaxConcurrentQueries + 1 connections (+ 1 for
-// the wake-up listener on PostgreSQL). Sends do not hold a connection.
+// the wake-up listener on PostgreSQL).
 package poller

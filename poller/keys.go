@@ -1,52 +1,58 @@
 package poller
 
 import (
-	"reflect"
+	"sync"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
-// watermillKafkaPublisher is the type of watermill-kafka's publisher, and
-// keyMarshalerPkg the package of the marshaler that keeps the ordering key
-// (kafka.KeyMarshaler in this module). The relay looks at them by name: the
-// core does not import Sarama or watermill-kafka.
-const (
-	watermillKafkaPkg = "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
-	keyMarshalerPkg   = "github.com/oncebox/watermill-oncebox/kafka"
-)
-
-// keysDropped reports whether pub is watermill-kafka's publisher with a
-// marshaler other than kafka.KeyMarshaler: its default marshaler sends no
-// record key, and its partitioning marshaler gives an unkeyed message an
-// empty one, so the events' ordering key (oncebox_key) would not reach the
-// record key. It reads the publisher's configuration by reflection, without
-// calling anything.
-func keysDropped(pub any) bool {
-	v := reflect.ValueOf(pub)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return false
-	}
-	v = v.Elem()
-	if v.Kind() != reflect.Struct || v.Type().Name() != "Publisher" || v.Type().PkgPath() != watermillKafkaPkg {
-		return false
-	}
-	m := v.FieldByName("config").FieldByName("Marshaler")
-	if !m.IsValid() || m.Kind() != reflect.Interface || m.IsNil() {
-		return true
-	}
-	t := m.Elem().Type()
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.PkgPath() != keyMarshalerPkg
+var publisherChecks struct {
+	mu     sync.RWMutex
+	checks []func(message.Publisher) string
 }
 
-// warnIfKeysDropped logs, once at start, that the ordering keys of the
-// events will not reach Kafka through pub.
-func warnIfKeysDropped(pub any, logger watermill.LoggerAdapter) {
-	if keysDropped(pub) {
-		logger.Info("WARNING: publisherOut is watermill-kafka's publisher without kafka.KeyMarshaler(): "+
-			"the events' ordering keys (oncebox.SetKey) will not be Kafka record keys; set "+
-			"PublisherConfig.Marshaler to kafka.KeyMarshaler() (see kafka.CheckWatermillPublisherConfig)", nil)
+// RegisterPublisherCheck adds check to the checks New runs on its
+// publisherOut: New logs each non-empty warning check returns, once, at
+// the Info level, prefixed with "WARNING: ". A check looks at the
+// publisher's configuration, without publishing or connecting, and returns
+// "" for a publisher it does not know. It must be safe for concurrent use
+// and not panic.
+//
+// A broker client's module calls it from an init function: the kafka
+// module registers the check that watermill-kafka's publisher keeps the
+// events' ordering keys (its marshaler is kafka.KeyMarshaler). A nil check
+// is ignored.
+func RegisterPublisherCheck(check func(publisherOut message.Publisher) (warning string)) {
+	if check == nil {
+		return
 	}
+	publisherChecks.mu.Lock()
+	defer publisherChecks.mu.Unlock()
+	publisherChecks.checks = append(publisherChecks.checks, check)
+}
+
+// warnIfKeysDropped logs, once at start, the warnings of the registered
+// publisher checks about pub: among them, that the ordering keys of the
+// events will not reach Kafka through watermill-kafka's publisher.
+func warnIfKeysDropped(pub message.Publisher, logger watermill.LoggerAdapter) {
+	publisherChecks.mu.RLock()
+	checks := publisherChecks.checks[:len(publisherChecks.checks):len(publisherChecks.checks)]
+	publisherChecks.mu.RUnlock()
+	for _, check := range checks {
+		if w := runCheck(check, pub); w != "" {
+			logger.Info("WARNING: "+w, nil)
+		}
+	}
+}
+
+// runCheck runs check on pub; a check that panics warns of nothing, so
+// that a check cannot fail New.
+func runCheck(check func(message.Publisher) string, pub message.Publisher) (warning string) {
+	defer func() {
+		if recover() != nil {
+			warning = ""
+		}
+	}()
+	return check(pub)
 }
