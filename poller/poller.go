@@ -634,8 +634,7 @@ func (p *Poller) claim(ctx context.Context, params dialects.ClaimParams) ([]dial
 
 // finalize records the outcome of one batch on its own (no merge) and
 // returns the error that made it release events, if any: the finalize of a
-// caller that sends a batch itself rather than through a poll loop (Drain,
-// on main since this branch was cut).
+// caller that sends a batch itself rather than through a poll loop (Drain).
 func (p *Poller) finalize(ec oncebox.EventConfig, token oncebox.EventID, events []dialects.ClaimedEvent, results []result) (unavailable, err error) {
 	f := &flight{b: batch{token: token, events: events}, results: results, done: make(chan pollResult, 1)}
 	p.finalizeGroup(ec, []*flight{f})
