@@ -65,7 +65,7 @@ func TestCompletion(t *testing.T) {
 	}
 	r = c.runArgs("", "__complete", "--database", "")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.True(t, strings.HasPrefix(r.stdout, "postgres\nmysql\noracle\n:"), r.stdout)
+	require.True(t, strings.HasPrefix(r.stdout, "postgres\nmysql\noracle\nsqlite\n:"), r.stdout)
 }
 
 func TestNoHeaders(t *testing.T) {
