@@ -38,6 +38,14 @@ func TestCloseGivesUpOnAGoFunctionThatIgnoresItsContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, b.clock.BlockUntilContext(ctx, 1), "Close waits on the service's clock")
+	// The well-behaved function returns once its context is cancelled;
+	// Run must have counted it before the timeout fires, or the error
+	// would rightly name it too.
+	select {
+	case <-service.GoStopped(svc, 0):
+	case <-ctx.Done():
+		t.Fatal("Go #1 did not return after its context was cancelled")
+	}
 	b.clock.Advance(service.DefaultCloseTimeout - time.Nanosecond)
 	select {
 	case err := <-closed:

@@ -43,6 +43,7 @@ func (s *Service) Go(fn func(ctx context.Context) error) {
 		panic("oncebox: service: Go called after Run")
 	}
 	s.goFuncs = append(s.goFuncs, fn)
+	s.goStopped = append(s.goStopped, make(chan struct{}))
 	s.goNames = append(s.goNames, fmt.Sprintf("Go #%d (%s)", len(s.goFuncs), funcName(fn)))
 }
 

@@ -46,7 +46,7 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		return errors.New("oncebox: service: Run called twice")
 	}
 	s.started = true
-	goFuncs, goNames := s.goFuncs, s.goNames
+	goFuncs, goNames, goStopped := s.goFuncs, s.goNames, s.goStopped
 	s.mu.Unlock()
 	defer close(s.done)
 	defer s.markRunning()
@@ -99,9 +99,7 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		}()
 	}
 	start := func(run func(context.Context) error, stopped chan<- struct{}) { launch(&wg, run, stopped) }
-	goStopped := make([]chan struct{}, len(goFuncs))
 	for i, fn := range goFuncs {
-		goStopped[i] = make(chan struct{})
 		launch(nil, fn, goStopped[i])
 	}
 	if s.inbox != nil {

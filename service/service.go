@@ -74,6 +74,7 @@ type Service struct {
 	onHandlers   func([]string)                // Hooks.OnHandlers
 	relayPub     message.Publisher             // WithRelay's; nil without
 	goNames      []string                      // goFuncs' names, for the close timeout's error; guarded by mu
+	goStopped    []chan struct{}               // closed when goFuncs' function returned; guarded by mu
 	clock        oncebox.Clock                 // the components' clock (nil: the real one)
 	closeTimeout time.Duration                 // WithCloseTimeout, default applied
 	closeErr     error                         // the functions given to Go that did not stop in time; set before done is closed
