@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/oncebox/watermill-oncebox/console"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/metrics"
 )
@@ -29,11 +30,11 @@ func (a *app) adminCmd() *cobra.Command {
 
 func (a *app) serveCmd() *cobra.Command {
 	var addr, token, tokenFile, basePath string
-	var insecure bool
+	var insecure, withConsole bool
 	var readTimeout, requestTimeout, idleTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the DLQ REST API, behind a bearer token, until SIGINT or SIGTERM",
+		Short: "Serve the DLQ REST API and the operator's console, behind a bearer token, until SIGINT or SIGTERM",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("token") {
@@ -128,7 +129,18 @@ func (a *app) serveCmd() *cobra.Command {
 				return err
 			}
 			h := withTimeout(api, requestTimeout)
-			mux, err := serveMux(basePath, h, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			// The console at the root: the same store, token and limits
+			// (docs/console.md).
+			var ui http.Handler
+			if withConsole {
+				ui, err = console.NewHandler(console.Config{Store: st, DB: c.db, Dialect: c.d, Authorize: cfg.Authorize,
+					AllowUnauthenticatedDangerously: insecure, Logger: cfg.Logger, Clock: a.clock})
+				if err != nil {
+					return err
+				}
+				ui = withTimeout(ui, requestTimeout)
+			}
+			mux, err := serveMux(basePath, h, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ui)
 			if err != nil {
 				return usageErr("--base-path %q: %v", basePath, err)
 			}
@@ -141,6 +153,9 @@ func (a *app) serveCmd() *cobra.Command {
 				fmt.Fprintln(a.stderr, "oncebox: WARNING: serving without authentication (--insecure-no-auth)")
 			}
 			fmt.Fprintf(a.stderr, "oncebox: serving the DLQ API on http://%s%s\n", ln.Addr(), basePath)
+			if withConsole {
+				fmt.Fprintf(a.stderr, "oncebox: serving the console on http://%s/\n", ln.Addr())
+			}
 			if a.onListen != nil {
 				a.onListen(ln.Addr().String())
 			}
@@ -168,6 +183,7 @@ func (a *app) serveCmd() *cobra.Command {
 	c.Flags().StringVar(&tokenFile, "token-file", "", "read the bearer token from this file (its first line)")
 	_ = c.MarkFlagFilename("token-file")
 	c.Flags().StringVar(&basePath, "base-path", "/dlq", "path prefix of the API")
+	c.Flags().BoolVar(&withConsole, "console", true, "serve the operator's console at / (--console=false: the API and /metrics only)")
 	c.Flags().BoolVar(&insecure, "insecure-no-auth", false, "DANGEROUS: serve without authentication")
 	c.Flags().DurationVar(&readTimeout, "read-timeout", defaultReadTimeout, "time limit to read a request, headers and body")
 	c.Flags().DurationVar(&requestTimeout, "request-timeout", defaultRequestTimeout, "time limit of a request's database work")
@@ -175,10 +191,11 @@ func (a *app) serveCmd() *cobra.Command {
 	return c
 }
 
-// serveMux routes the DLQ API under basePath and GET /metrics. A pattern
+// serveMux routes the DLQ API under basePath, GET /metrics and, when ui is
+// not nil, the console at the root (every other path). A pattern
 // ServeMux refuses (a base path ValidateBasePath let through, one that
 // conflicts with /metrics) is returned as an error instead of its panic.
-func serveMux(basePath string, api, metrics http.Handler) (mux *http.ServeMux, err error) {
+func serveMux(basePath string, api, metrics, ui http.Handler) (mux *http.ServeMux, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			mux, err = nil, fmt.Errorf("cannot be served: %v", v)
@@ -188,6 +205,9 @@ func serveMux(basePath string, api, metrics http.Handler) (mux *http.ServeMux, e
 	mux.Handle(basePath, api)
 	mux.Handle(basePath+"/", api)
 	mux.Handle("GET /metrics", metrics)
+	if ui != nil {
+		mux.Handle("/", ui)
+	}
 	return mux, nil
 }
 

@@ -1,0 +1,192 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
+)
+
+var _ dialects.ConsoleInspector = (*Dialect)(nil)
+
+// errorClassSQL is the error class of a DLQ row: its last error's first
+// 1,000 characters with quoted values, UUIDs, hexadecimal and decimal
+// numbers masked, so that "order 42: 'abc' timed out" and "order 7: 'x'
+// timed out" fall in one group. Computed per row: the fingerprint view
+// reads every row the filter keeps (see bench/console.go for its cost).
+const errorClassSQL = `regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+       left(coalesce(last_error, ''), 1000),
+       '"[^"]*"|''[^'']*''', '?', 'g'),
+       '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+       '0[xX][0-9a-fA-F]+', '<hex>', 'g'),
+       '[0-9]+', 'N', 'g')`
+
+// consoleTypes builds ConsoleTypes's statement. Index: the partial indexes
+// on PENDING, IN_PROCESS, FAILED and PROCESSED (updated_at) rows, one
+// bitmap each; the PROCESSED history before processedSince is not read.
+func (d *Dialect) consoleTypes(now, processedSince time.Time) dialects.Query {
+	return dialects.Query{SQL: `SELECT event_type,
+       count(*) FILTER (WHERE status = 'PENDING'),
+       count(*) FILTER (WHERE status = 'IN_PROCESS'),
+       count(*) FILTER (WHERE status = 'FAILED'),
+       min(next_retry_at) FILTER (WHERE status = 'PENDING' AND next_retry_at <= $1),
+       count(*) FILTER (WHERE status = 'PROCESSED')
+  FROM ` + d.tables.Events + `
+ WHERE status IN ('PENDING', 'IN_PROCESS', 'FAILED')
+    OR (status = 'PROCESSED' AND updated_at >= $2)
+ GROUP BY event_type
+ ORDER BY event_type`, Args: []any{now, processedSince}}
+}
+
+// ConsoleTypes implements dialects.ConsoleInspector.
+func (d *Dialect) ConsoleTypes(ctx context.Context, db wsql.ContextExecutor, now, processedSince time.Time) ([]dialects.ConsoleType, error) {
+	q := d.consoleTypes(now, processedSince)
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dialects.ConsoleType
+	for rows.Next() {
+		var t dialects.ConsoleType
+		if err := rows.Scan(&t.EventType, &t.Pending, &t.InProcess, &t.Failed, &t.OldestDue, &t.Processed); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, sqlkit.RowsErr(rows)
+}
+
+// consoleInstances builds ConsoleInstances's statement: the heartbeats,
+// full-joined with the IN_PROCESS rows grouped by claimed_by (the
+// (claimed_at) WHERE status = 'IN_PROCESS' index), so that claims of an
+// instance without a heartbeat yet are shown too.
+func (d *Dialect) consoleInstances() dialects.Query {
+	return dialects.Query{SQL: `SELECT coalesce(i.instance_id, c.claimed_by, ''), i.heartbeat_at,
+       coalesce(c.n, 0), c.oldest
+  FROM ` + d.tables.Instances + ` i
+  FULL JOIN (SELECT claimed_by, count(*) AS n, min(claimed_at) AS oldest
+               FROM ` + d.tables.Events + `
+              WHERE status = 'IN_PROCESS'
+              GROUP BY claimed_by) c ON c.claimed_by = i.instance_id
+ ORDER BY 1`}
+}
+
+// ConsoleInstances implements dialects.ConsoleInspector.
+func (d *Dialect) ConsoleInstances(ctx context.Context, db wsql.ContextExecutor) ([]dialects.ConsoleInstance, error) {
+	q := d.consoleInstances()
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dialects.ConsoleInstance
+	for rows.Next() {
+		var in dialects.ConsoleInstance
+		if err := rows.Scan(&in.ID, &in.HeartbeatAt, &in.Claims, &in.OldestClaim); err != nil {
+			return nil, err
+		}
+		out = append(out, in)
+	}
+	return out, sqlkit.RowsErr(rows)
+}
+
+// consoleFingerprints builds ConsoleFingerprints's statement: the rows
+// matching f (dlqWhere's indexes) grouped by source, type, error class and
+// status. It reads every matching row: a sequential scan or the (status,
+// moved_at, id) index for a status filter; no locks.
+func (d *Dialect) consoleFingerprints(f dialects.DLQFilter, limit int) dialects.Query {
+	conds, args := dlqWhere(f, nil, nil)
+	args = append(args, limit)
+	return dialects.Query{SQL: `SELECT source, event_type, class, status, count(*), max(moved_at), min(last_error)
+  FROM (SELECT source, event_type, status, moved_at, left(coalesce(last_error, ''), 1000) AS last_error,
+               ` + errorClassSQL + ` AS class
+          FROM ` + d.tables.DLQ + sqlkit.WhereClause(conds) + `) g
+ GROUP BY source, event_type, class, status
+ ORDER BY count(*) DESC, source, event_type, class, status
+ LIMIT $` + strconv.Itoa(len(args)), Args: args}
+}
+
+// ConsoleFingerprints implements dialects.ConsoleInspector.
+func (d *Dialect) ConsoleFingerprints(ctx context.Context, db wsql.ContextExecutor, f dialects.DLQFilter, limit int) ([]dialects.ConsoleFingerprint, error) {
+	q := d.consoleFingerprints(f, limit)
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []dialects.ConsoleFingerprint
+	for rows.Next() {
+		var g dialects.ConsoleFingerprint
+		var source, status string
+		if err := rows.Scan(&source, &g.EventType, &g.ErrorClass, &status, &g.Count, &g.LastMovedAt, &g.SampleError); err != nil {
+			return nil, err
+		}
+		g.Source, g.Status = oncebox.DLQSource(source), oncebox.DLQStatus(status)
+		out = append(out, g)
+	}
+	return out, sqlkit.RowsErr(rows)
+}
+
+// consoleFingerprintIDs builds ConsoleFingerprintIDs's statement: a page
+// of the group's ids in the given statuses, by the primary key's order.
+func (d *Dialect) consoleFingerprintIDs(g dialects.ConsoleGroup, statuses []oncebox.DLQStatus, after *oncebox.EventID, limit int) dialects.Query {
+	args := []any{string(g.Source), g.EventType, g.ErrorClass, dlqStatuses(statuses)}
+	conds := "source = $1 AND event_type = $2 AND " + errorClassSQL + " = $3 AND status = ANY($4::text[])"
+	if after != nil {
+		args = append(args, d.EncodeID(*after))
+		conds += " AND id > $" + strconv.Itoa(len(args))
+	}
+	args = append(args, limit)
+	return dialects.Query{SQL: "SELECT id FROM " + d.tables.DLQ + "\n WHERE " + conds +
+		"\n ORDER BY id\n LIMIT $" + strconv.Itoa(len(args)), Args: args}
+}
+
+// ConsoleFingerprintIDs implements dialects.ConsoleInspector.
+func (d *Dialect) ConsoleFingerprintIDs(ctx context.Context, db wsql.ContextExecutor, g dialects.ConsoleGroup, statuses []oncebox.DLQStatus, after *oncebox.EventID, limit int) ([]oncebox.EventID, error) {
+	q := d.consoleFingerprintIDs(g, statuses, after, limit)
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []oncebox.EventID
+	for rows.Next() {
+		var id oncebox.EventID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, sqlkit.RowsErr(rows)
+}
+
+// ConsoleOutboxEvent implements dialects.ConsoleInspector: one outbox row
+// by its primary key.
+func (d *Dialect) ConsoleOutboxEvent(ctx context.Context, db wsql.ContextExecutor, id oncebox.EventID) (dialects.ConsoleEvent, bool, error) {
+	q := d.consoleOutboxEvent(id)
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return dialects.ConsoleEvent{}, false, err
+	}
+	defer rows.Close()
+	var e dialects.ConsoleEvent
+	found := false
+	if rows.Next() {
+		if err := rows.Scan(&e.Status, &e.RetryCount, &e.CreatedAt, &e.UpdatedAt); err != nil {
+			return dialects.ConsoleEvent{}, false, err
+		}
+		found = true
+	}
+	return e, found, sqlkit.RowsErr(rows)
+}
+
+func (d *Dialect) consoleOutboxEvent(id oncebox.EventID) dialects.Query {
+	return dialects.Query{SQL: "SELECT status, retry_count, created_at, updated_at FROM " + d.tables.Events + " WHERE id = $1",
+		Args: []any{d.EncodeID(id)}}
+}
