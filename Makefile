@@ -18,11 +18,14 @@ services: ## Start the local services the tests need if they are down.
 	@bash scripts/services.sh $(SERVICES)
 
 .PHONY: tools
-tools: ## Under CI, install the Debian packages the tests use (kcat) if missing; elsewhere say what is missing.
-	@if command -v kcat >/dev/null 2>&1; then echo "tools: kcat is installed"; \
-	elif [ -n "$$CI" ] && command -v apt-get >/dev/null 2>&1; then echo "tools: installing kcat (CI)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null && echo "tools: kcat is installed"; \
-	else echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)"; fi
+tools: ## Under CI, install the Debian packages the tests use (kcat, chromium) if missing; elsewhere say what is missing.
+	@for pkg in kcat chromium; do \
+	  if command -v $$pkg >/dev/null 2>&1; then echo "tools: $$pkg is installed"; \
+	  elif [ -n "$$CI" ] && command -v apt-get >/dev/null 2>&1; then echo "tools: installing $$pkg (CI)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg) >/dev/null && echo "tools: $$pkg is installed"; \
+	  elif [ $$pkg = kcat ]; then echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)"; \
+	  else echo "tools: chromium is not installed: the console's browser test will be skipped (apt-get install chromium)"; fi; \
+	done
 
 .PHONY: demo
 demo: ## Run the quick-start demo: SQLite in a temporary file and an in-process Kafka, nothing to install (DATABASE_URL=postgres://… or mysql://…, KAFKA_BROKERS override).

@@ -3,7 +3,8 @@
 # against the real services, and talks while it does: a line when each
 # module starts and ends (with its duration), a line a minute while one
 # runs long, and at the end the count of packages passed and failed, then
-# what was not run (Oracle without ORACLE_DSN, kcat missing outside CI).
+# what was not run (Oracle without ORACLE_DSN, kcat or chromium missing
+# outside CI).
 # Exit status 0 when every package passed.
 set -uo pipefail
 
@@ -69,6 +70,14 @@ if ! command -v kcat >/dev/null 2>&1; then
   echo "KCAT NOT RUN: kcat is not on PATH, so kafka's TestKcatReadsKeyAndHeaders"
   echo "was skipped (CI fails it instead). Install it: apt-get install kcat"
   echo "(Debian/Ubuntu), brew install kcat (macOS), apk add kcat (Alpine)."
+  echo "**********************************************************************"
+fi
+
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
+  echo "**********************************************************************"
+  echo "CHROMIUM NOT RUN: no chromium on PATH, so console/e2e's"
+  echo "TestConsoleInABrowser was skipped (CI fails it instead). Install it:"
+  echo "apt-get update && apt-get install -y chromium (Debian/Ubuntu)."
   echo "**********************************************************************"
 fi
 
