@@ -112,10 +112,14 @@ func setup(t *testing.T) *bundle {
 			b.urls = append(b.urls, e.Request.URL)
 		case *page.EventJavascriptDialogOpening:
 			b.dialogs = append(b.dialogs, e.Message)
-			go func() { _, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false}) }()
+			go func() {
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+			}()
 		case page.EventJavascriptDialogOpening:
 			b.dialogs = append(b.dialogs, e.Message)
-			go func() { _, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false}) }()
+			go func() {
+				_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+			}()
 		}
 	}))
 	t.Cleanup(func() { cancelC(); cancelA() })
