@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -26,6 +27,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
+	"github.com/oncebox/watermill-oncebox/oncetest"
 	"github.com/oncebox/watermill-oncebox/service"
 )
 
@@ -62,6 +64,7 @@ const serviceYAML = `oncebox:
 // bundle is the test's database, service, console server and browser.
 type bundle struct {
 	s       *pgtest.Schema
+	svc     *service.Service
 	store   *dlq.Store
 	srv     *httptest.Server
 	ctx     context.Context // the browser tab
@@ -96,7 +99,7 @@ func setup(t *testing.T) *bundle {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
-	b := &bundle{s: s, store: svc.DLQStore(), srv: srv, shots: t.ArtifactDir()}
+	b := &bundle{s: s, svc: svc, store: svc.DLQStore(), srv: srv, shots: t.ArtifactDir()}
 	t.Logf("screenshots in %s", b.shots)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
 		chromedp.WindowSize(1280, 900))
@@ -162,7 +165,7 @@ func visible(sel string) chromedp.Action[chromedp.Void] {
 
 func (b *bundle) shot(t *testing.T, name string) {
 	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100)) // 100: PNG; less is JPEG
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644))
 }
@@ -256,7 +259,29 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.Equal(t, network.CookieSameSiteStrict, cookies[0].SameSite)
 	require.NotContains(t, cookies[0].Value, token, "the cookie is a session id, not the token")
 
-	// The overview's counts are the table's.
+	// The overview's counts are the table's: 20 events the relay sent.
+	tx, err := b.s.Beginner.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	pub, err := b.svc.Publisher(tx)
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, pub.Publish("payment-captured", message.NewMessage(fmt.Sprintf("pay-%d", i), []byte(`{"amount":1}`))))
+	}
+	require.NoError(t, tx.Commit())
+	require.Eventually(t, func() bool {
+		evs, err := oncetest.Events(ctx, b.s.Beginner, b.s.Dialect)
+		require.NoError(t, err)
+		processed := 0
+		for _, e := range evs {
+			if e.Status == oncebox.StatusProcessed {
+				processed++
+			}
+		}
+		return processed == 20
+	}, 30*time.Second, 50*time.Millisecond, "the relay sends the 20 events")
+	b.run(t, chromedp.Reload(), visible("#types"))
+	b.wantText(t, `#types tr[data-type="payment-captured"] .processed`, "20")
+	b.wantText(t, `#types tr[data-type="payment-captured"] .pending`, "0")
 	moved := b.count(t, dlq.Filter{Source: oncebox.DLQSourceConsumer, Statuses: []oncebox.DLQStatus{oncebox.DLQStatusMoved}})
 	require.Equal(t, 104, moved)
 	b.wantText(t, `#dlq tr[data-source="consumer"] .moved`, fmt.Sprint(moved))
