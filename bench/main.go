@@ -42,6 +42,7 @@ var scenarios = []scenario{
 	{"sqlite-idle", "the idle scenario on SQLite: statements and transactions per simulated hour for one idle event type, counted by a counting database/sql driver", runSQLiteIdle},
 	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
 	{"ordering", "per-key ordering: one type with 1,000 keys, ordered vs unordered, and one key, drained by one tuned poller to a no-op publisher", runOrdering},
+	{"console", "the operator's console over a DLQ of 1,000,000 rows: the dead letters list (first page, filtered, a deep keyset page), its count and the fingerprint view, each query's median of 5 runs vs a count(*) of the table; the plans on stderr", runConsole},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
