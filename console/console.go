@@ -34,6 +34,10 @@ const (
 	// DefaultProcessedWindow is the overview's "processed in the last …"
 	// when Config.ProcessedWindow is 0.
 	DefaultProcessedWindow = 5 * time.Minute
+	// DefaultFingerprintWindow is how far back the fingerprint page looks
+	// when opened without a filter: it reads and masks every row it keeps
+	// (docs/console.md, "Performance").
+	DefaultFingerprintWindow = 24 * time.Hour
 )
 
 // Config configures the console.
