@@ -17,7 +17,6 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbtext"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
-	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
 // Poller relays outbox rows to a broker. Build it with New, start it with
@@ -279,7 +278,7 @@ func (p *Poller) finalizeCtx() (context.Context, context.CancelFunc) {
 // that was not a busy one (released, an outage), ends the overlap: the
 // flights still held settle and the last outcome sets the pace as before.
 func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle bool) (claimed bool) {
-	s := pacing.New(ec.Polling)
+	pc := newPace(ec.Polling)
 	out := p.newOutage(ec.EventType)
 	wake := p.wakes.channel(ec.EventType)
 	fin := p.startFinalizer(ec)
@@ -302,19 +301,10 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		flights = flights[1:]
 		r := f.wait()
 		settled = settled || r.busy
-		delay = s.Next(r.busy)
-		if r.busy {
-			// A full batch that was sent: more rows are probably waiting, so
-			// the next claim goes at once. The article's rule waits
-			// min-fixed-delay here, which caps a backlog's drain at
-			// batch-size per min-fixed-delay (800 rows/s with the defaults);
-			// min-fixed-delay is the floor between partial or empty polls
-			// only (docs/configuration.md).
-			delay = 0
-		} else {
+		if !r.busy {
 			overlap = false
 		}
-		p.pollDone(ctx, ec, out, r, &delay, woken)
+		delay, pc = p.pollDone(ctx, ec, out, r, pc, pollOutcome{settled: true, busy: r.busy, woken: woken})
 		woken = false
 	}
 	settleAll := func() {
@@ -339,7 +329,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 				return
 			}
 			if ok, wait := out.probe(ctx); !ok {
-				delay = wait
+				delay, pc = pc.next(pollOutcome{probed: true, backoff: wait})
 				continue
 			}
 		} else if ctx.Err() != nil {
@@ -366,16 +356,12 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		if err != nil || len(b.events) == 0 {
 			// The flights before set the pace first, then this poll.
 			settleAll()
-			if settled && ec.Ordered() {
-				// Claimed while a flight was in the air, when the next
-				// events of its keys were not heads yet; now they are
-				// (docs/ordering.md, "Pacing").
-				delay = 0
-			} else {
-				delay = s.Next(false)
-			}
 			overlap = false
-			p.pollDone(ctx, ec, out, pollResult{err: err}, &delay, woken)
+			// Claimed while a flight was in the air, when the next events
+			// of its keys were not heads yet; now they are (docs/ordering.md,
+			// "Pacing").
+			heads := settled && ec.Ordered()
+			delay, pc = p.pollDone(ctx, ec, out, pollResult{err: err}, pc, pollOutcome{heads: heads, woken: woken})
 			woken = false
 			if untilIdle {
 				return
@@ -410,31 +396,29 @@ type pollResult struct {
 	err         error // a database error of the claim or the finalize
 }
 
-// pollDone applies a poll's outcome to the outage state and reports it.
-func (p *Poller) pollDone(ctx context.Context, ec oncebox.EventConfig, out *outage, r pollResult, delay *time.Duration, woken bool) {
-	if woken {
-		// A follow-up poll min-fixed-delay after each wake-up: it finds
-		// the event of a transaction whose notification the publisher's
-		// limiter skipped because this one went out just before, and
-		// which committed after this poll's claim (publisher/notify.go).
-		*delay = min(*delay, ec.Polling.MinFixedDelay)
+// pollDone applies a poll's outcome to the outage state and the pace, and
+// reports it.
+func (p *Poller) pollDone(ctx context.Context, ec oncebox.EventConfig, out *outage, r pollResult, pc pace, o pollOutcome) (time.Duration, pace) {
+	if o.woken {
 		p.wakes.claimed(ec.EventType, r.claimed > 0) // wake.go: coalescing
 	}
 	switch {
 	case r.unavailable != nil && !errors.Is(r.unavailable, errClosing):
-		*delay = max(*delay, out.unavailable(r.claimed, r.unavailable))
+		o.backoff = out.unavailable(r.claimed, r.unavailable)
 	case r.claimed > 0:
 		out.reached()
 	}
+	delay, pc := pc.next(o)
 	err := r.err
 	if closing(ctx, err) {
 		err = nil
 	}
 	if err != nil && ctx.Err() == nil {
-		p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": *delay})
+		p.logger.Error("Poll failed", err, watermill.LogFields{"event_type": ec.EventType, "next_delay": delay})
 	}
 	p.config.Hooks.PollDone(PollInfo{EventType: ec.EventType, Claimed: r.claimed, Full: r.claimed == ec.BatchSize,
-		NextDelay: *delay, Err: err})
+		NextDelay: delay, Err: err})
+	return delay, pc
 }
 
 // closing reports whether err is only the end of ctx, the poller's run:
