@@ -28,7 +28,7 @@ type stages struct {
 // sends run on sendCtx; untilIdle: a discovered type's, which ends at its
 // first claim that finds nothing.
 func (s *stages) newLoop(sendCtx context.Context, ec oncebox.EventConfig, untilIdle bool) *typeLoop {
-	return &typeLoop{ec: ec, untilIdle: untilIdle, claimer: s.claimer,
+	return &typeLoop{ec: ec, untilIdle: untilIdle, clock: s.config.Clock, claimer: s.claimer,
 		pipe: startPipeline(sendCtx, ec, s.sender, s.fin, s.config.MaxBatchesInFlight),
 		out:  newOutage(ec.EventType, s.config, s.pub, s.logger), wake: s.wakes.channel(ec.EventType), wakes: s.wakes,
 		logger: s.logger, hooks: s.config.Hooks, pace: newPace(ec.Polling)}
@@ -48,12 +48,15 @@ func (s *stages) newLoop(sendCtx context.Context, ec oncebox.EventConfig, untilI
 // that was not a busy one (released, an outage), ends the overlap: the
 // batches still held settle and the last outcome sets the pace.
 //
-// Every field below the first group is owned by the loop's goroutine (run):
+// Every field of the second group is owned by the loop's goroutine (run):
 // no other goroutine reads or writes it.
 type typeLoop struct {
-	// Set by newLoop; read only.
+	// Set by newLoop, never changed. pipe and out also hold state of the
+	// loop's own (pipeline.held, the outage), which only the loop's
+	// goroutine touches.
 	ec        oncebox.EventConfig
 	untilIdle bool
+	clock     oncebox.Clock
 	claimer   *claimer
 	pipe      *pipeline
 	out       *outage
@@ -101,7 +104,7 @@ func (l *typeLoop) run(ctx context.Context) (claimed bool) {
 				w = nil
 			}
 			var ok bool
-			ok, l.woken = sleepOrWake(ctx, l.claimer.clock, l.delay, w, nil)
+			ok, l.woken = sleepOrWake(ctx, l.clock, l.delay, w, nil)
 			if !ok {
 				return l.claimed
 			}
