@@ -70,7 +70,7 @@ func (p *Poller) Drain(ctx context.Context) (int, error) {
 				// The same stages as a loop's pipeline, in this goroutine:
 				// send (a send ctx cut short counts no attempt), finalize.
 				run := &batchRun{b: b, sent: st.sender.sendBatch(ctx, b, nil, nil)}
-				st.fin.finalize(ec, []*batchRun{run})
+				st.fin.finalize(ec, []*batchRun{run}, nil)
 				unavailable, err := run.final.unavailable, run.final.err
 				released := 0
 				for i, r := range run.sent.results {

@@ -75,8 +75,10 @@ func sortOutcomes(ec oncebox.EventConfig, events []dialects.ClaimedEvent, result
 // claim order, and fills in each one's final: the confirmed rows of all of
 // them in one statement where the dialect allows (markProcessedGroup),
 // then each batch's failed and released rows. Every statement matches the
-// claim token of each row's batch.
-func (f *finalizer) finalize(ec oncebox.EventConfig, group []*batchRun) {
+// claim token of each row's batch. each, if not nil, is given each batch
+// as soon as its own finalize is recorded, before the next batch's failed
+// and released rows: the loop settles it meanwhile.
+func (f *finalizer) finalize(ec oncebox.EventConfig, group []*batchRun, each func(*batchRun)) {
 	now := f.clock.Now().UTC()
 	outs := make([]outcomes, len(group))
 	for i, r := range group {
@@ -90,6 +92,9 @@ func (f *finalizer) finalize(ec oncebox.EventConfig, group []*batchRun) {
 		}
 		f.claims.release()
 		r.final = finalized{unavailable: o.unavailable, err: errors.Join(errs[i]...)}
+		if each != nil {
+			each(r)
+		}
 	}
 }
 

@@ -127,6 +127,7 @@ func (p *pipeline) sendLoop() {
 // ended while the finalize before ran).
 func (p *pipeline) finalizeLoop() {
 	defer close(p.stopped)
+	each := p.finalized
 	for r := range p.finals {
 		group := []*batchRun{r}
 	more:
@@ -141,9 +142,12 @@ func (p *pipeline) finalizeLoop() {
 				break more
 			}
 		}
-		p.fin.finalize(p.ec, group)
-		for _, g := range group {
-			p.done <- g
-		}
+		p.fin.finalize(p.ec, group, each)
 	}
+}
+
+// finalized hands a finalized batch back to the loop. The queue holds every
+// batch the loop may hold, so it never waits.
+func (p *pipeline) finalized(r *batchRun) {
+	p.done <- r
 }
