@@ -50,35 +50,35 @@ type clockCheck struct {
 
 // checkOn reports whether the relay measures its clock against the
 // database's.
-func (p *Poller) checkOn() bool { return p.config.MaxClockOffset > 0 }
+func (k *keeper) checkOn() bool { return k.config.MaxClockOffset > 0 }
 
 // readDatabaseClock reads the database's clock once, between two readings
 // of the relay's.
-func (p *Poller) readDatabaseClock(ctx context.Context) (clockReading, error) {
-	before := p.config.Clock.Now()
-	db, err := p.d.DatabaseTime(ctx, p.db)
-	return clockReading{before: before, db: db, after: p.config.Clock.Now()}, err
+func (k *keeper) readDatabaseClock(ctx context.Context) (clockReading, error) {
+	before := k.config.Clock.Now()
+	db, err := k.conns.d.DatabaseTime(ctx, k.conns.db)
+	return clockReading{before: before, db: db, after: k.config.Clock.Now()}, err
 }
 
 // clockAtStart measures the relay's clock against the database's at Run,
 // and returns an error naming the offset, the bound and the setting when
 // the offset is beyond the bound.
-func (p *Poller) clockAtStart(ctx context.Context) error {
-	if !p.checkOn() {
+func (k *keeper) clockAtStart(ctx context.Context) error {
+	if !k.checkOn() {
 		return nil
 	}
-	r, err := p.readDatabaseClock(ctx)
+	r, err := k.readDatabaseClock(ctx)
 	if err != nil {
 		return fmt.Errorf("oncebox: read the database's clock (poller.Config.MaxClockOffset; negative disables the check): %w", err)
 	}
 	mid, lo, hi := r.offset()
-	p.config.Hooks.ClockOffset(mid)
-	if beyond(lo, hi, p.config.MaxClockOffset) {
+	k.config.Hooks.ClockOffset(mid)
+	if beyond(lo, hi, k.config.MaxClockOffset) {
 		return fmt.Errorf("this relay's clock is %s the database's (offset %s, round trip %s); "+
 			"poller.Config.MaxClockOffset allows %s: claims and heartbeats are judged with the instances' clocks, "+
 			"so a live instance's batches could be sent twice. Synchronise the clock (NTP), or raise MaxClockOffset "+
 			"(negative disables the check)", aheadOrBehind(mid), mid.Round(time.Millisecond),
-			(hi - lo).Round(time.Millisecond), p.config.MaxClockOffset)
+			(hi - lo).Round(time.Millisecond), k.config.MaxClockOffset)
 	}
 	return nil
 }
@@ -93,19 +93,19 @@ func aheadOrBehind(offset time.Duration) string {
 
 // observe takes a reading of a running relay: it reports it to the hooks
 // and logs once each time the offset crosses the bound, either way.
-func (p *Poller) observe(c *clockCheck, r clockReading) {
+func (k *keeper) observe(c *clockCheck, r clockReading) {
 	mid, lo, hi := r.offset()
-	p.config.Hooks.ClockOffset(mid)
+	k.config.Hooks.ClockOffset(mid)
 	fields := watermill.LogFields{"offset": mid, "round_trip": hi - lo, "max_clock_offset": c.bound}
 	switch {
 	case !c.beyond && beyond(lo, hi, c.bound):
 		c.beyond = true
-		p.logger.Error("This relay's clock is "+aheadOrBehind(mid)+" the database's beyond poller.Config.MaxClockOffset: "+
+		k.logger.Error("This relay's clock is "+aheadOrBehind(mid)+" the database's beyond poller.Config.MaxClockOffset: "+
 			"a live instance's batches may be recovered and sent twice; synchronise the clock (NTP)", nil, fields)
 	case c.beyond && mid >= -c.bound && mid <= c.bound:
 		// Back within, judged by the middle: a reading that is merely
 		// uncertain (a slow round trip) does not end the state.
 		c.beyond = false
-		p.logger.Info("This relay's clock is back within poller.Config.MaxClockOffset of the database's", fields)
+		k.logger.Info("This relay's clock is back within poller.Config.MaxClockOffset of the database's", fields)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
+	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -39,7 +40,11 @@ import (
 // does not count as work found: the discovery's pace keeps growing to its
 // max-fixed-delay, as for an idle outbox.
 type discovery struct {
-	p          *Poller
+	conns      *conns
+	config     Config // Oncebox (a discovered type's settings), MaxDiscoveredTypes, Clock, Hooks
+	logger     watermill.LoggerAdapter
+	wakes      *wakeBoard
+	runType    func(ctx context.Context, ec oncebox.EventConfig) (claimed bool) // a discovered type's loop
 	configured map[string]bool
 	quantum    time.Duration // a loop's turn while other types wait for one
 	page       int           // types per discovery statement
@@ -60,25 +65,28 @@ type turn struct {
 	ending bool // asked to yield to a waiting type
 }
 
-func (p *Poller) newDiscovery() *discovery {
-	configured := make(map[string]bool, len(p.events))
-	for _, ec := range p.events {
+// newDiscovery returns the discovery of the types beside the configured
+// events; runType runs a discovered type's loop.
+func newDiscovery(c Config, events []oncebox.EventConfig, cn *conns, logger watermill.LoggerAdapter, wakes *wakeBoard,
+	runType func(context.Context, oncebox.EventConfig) bool) *discovery {
+	configured := make(map[string]bool, len(events))
+	for _, ec := range events {
 		configured[ec.EventType] = true
 	}
-	return &discovery{p: p, configured: configured, freed: make(chan struct{}, 1),
+	return &discovery{conns: cn, config: c, logger: logger, wakes: wakes, runType: runType,
+		configured: configured, freed: make(chan struct{}, 1),
 		// The page holds the configured and the running types besides the
 		// others; MySQL and MariaDB bound the statement's size (999).
-		page:   min(len(configured)+p.config.MaxDiscoveredTypes, 999),
+		page:   min(len(configured)+c.MaxDiscoveredTypes, 999),
 		active: map[string]*turn{}, queued: map[string]bool{}, empty: map[string]bool{}}
 }
 
 // loop runs the discovery until ctx ends; start runs a type's loop on the
 // poller's wait group.
 func (d *discovery) loop(ctx context.Context, start func(func(context.Context))) {
-	p := d.p
-	defaults, err := p.config.Oncebox.Event("")
+	defaults, err := d.config.Oncebox.Event("")
 	if err != nil { // cannot happen: "" resolves to the defaults
-		p.logger.Error("Discovery disabled", err, nil)
+		d.logger.Error("Discovery disabled", err, nil)
 		return
 	}
 	// The quantum is the defaults' latency budget (max-fixed-delay): a
@@ -86,7 +94,7 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 	// long as an event of an idle type waits for its poll.
 	d.quantum = max(defaults.Polling.MaxFixedDelay, defaults.Polling.MinFixedDelay)
 	s := pacing.New(defaults.Polling)
-	c := p.config.Clock
+	c := d.config.Clock
 	next := c.Now() // the first poll is immediate
 	var yieldAt time.Time
 	for {
@@ -97,7 +105,7 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 		// Woken by a commit of a type without a loop (coalesced: at most
 		// one wake-driven query per the defaults' min-fixed-delay), or cut
 		// short when a loop ended while types waited for one.
-		ok, woken := sleepOrWake(ctx, c, wait, p.wakes.discovery, d.freed)
+		ok, woken := sleepOrWake(ctx, c, wait, d.wakes.discovery, d.freed)
 		if !ok {
 			return
 		}
@@ -122,9 +130,9 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 			err = nil
 		}
 		if err != nil {
-			p.logger.Error("Discovery of event types failed", err, watermill.LogFields{"next_delay": delay})
+			d.logger.Error("Discovery of event types failed", err, watermill.LogFields{"next_delay": delay})
 		}
-		p.config.Hooks.PollDone(PollInfo{EventType: DiscoveryEventType, Claimed: started, NextDelay: delay, Err: err})
+		d.config.Hooks.PollDone(PollInfo{EventType: DiscoveryEventType, Claimed: started, NextDelay: delay, Err: err})
 	}
 }
 
@@ -139,16 +147,15 @@ const DiscoveryEventType = "(discovery)"
 // started, how many of them for types not known to claim nothing, and when
 // the next loop's quantum ends if types still wait for one (zero if not).
 func (d *discovery) schedule(ctx context.Context, start func(func(context.Context)), now time.Time) (started, busy int, yieldAt time.Time) {
-	p := d.p
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for len(d.queue) > 0 && len(d.active) < p.config.MaxDiscoveredTypes {
+	for len(d.queue) > 0 && len(d.active) < d.config.MaxDiscoveredTypes {
 		t := d.queue[0]
 		d.queue = d.queue[1:]
 		delete(d.queued, t)
-		ec, err := p.config.Oncebox.Event(t)
+		ec, err := d.config.Oncebox.Event(t)
 		if err != nil {
-			p.logger.Error("Discovered event type cannot be relayed", err, watermill.LogFields{"event_type": t})
+			d.logger.Error("Discovered event type cannot be relayed", err, watermill.LogFields{"event_type": t})
 			continue
 		}
 		started++
@@ -157,15 +164,15 @@ func (d *discovery) schedule(ctx context.Context, start func(func(context.Contex
 		}
 		loopCtx, end := context.WithCancel(ctx)
 		d.active[t] = &turn{began: now, end: end}
-		p.wakes.add(t)
+		d.wakes.add(t)
 		start(func(context.Context) {
-			claimed := p.pollLoop(loopCtx, ec, true)
+			claimed := d.runType(loopCtx, ec)
 			end()
 			// Released before its wake channel is removed: a wake-up
 			// pending on it then goes to the discovery, which can start
 			// the type again (wakeBoard.remove).
 			d.release(t, claimed)
-			p.wakes.remove(t)
+			d.wakes.remove(t)
 		})
 	}
 	waiting := len(d.queue)
@@ -277,19 +284,44 @@ func (d *discovery) poll(ctx context.Context) error {
 
 // dueTypes runs the discovery statement on the page of types after after.
 func (d *discovery) dueTypes(ctx context.Context, after string) ([]dialects.DueType, error) {
-	p := d.p
 	var types []dialects.DueType
-	err := p.withConn(ctx, func() error {
+	err := d.conns.with(ctx, func() error {
 		// Like the claim, a started statement is not cancelled by Close:
 		// cancelling it would cost the pool its connection.
-		qctx, cancel := p.finalizeCtx()
+		qctx, cancel := d.conns.finalizeCtx()
 		defer cancel()
 		var err error
-		types, err = p.d.DueTypes(qctx, p.db, p.config.Clock.Now().UTC(), after, d.page)
+		types, err = d.conns.d.DueTypes(qctx, d.conns.db, d.config.Clock.Now().UTC(), after, d.page)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("oncebox: discover event types: %w", err)
 	}
 	return types, nil
+}
+
+// dueEventTypes returns configured, then the other types that have a due
+// row (Drain).
+func (d *discovery) dueEventTypes(ctx context.Context, configured []oncebox.EventConfig) ([]oncebox.EventConfig, error) {
+	types := append([]oncebox.EventConfig(nil), configured...)
+	for after := ""; ; {
+		page, err := d.dueTypes(ctx, after)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page {
+			if !t.Due || d.configured[t.Name] {
+				continue
+			}
+			ec, err := d.config.Oncebox.Event(t.Name)
+			if err != nil {
+				return nil, err
+			}
+			types = append(types, ec)
+		}
+		if len(page) < d.page {
+			return types, nil
+		}
+		after = page[len(page)-1].Name
+	}
 }

@@ -25,6 +25,16 @@
 // minimum, a partial or empty one multiplies it, up to the maximum, so an idle
 // type costs about 70 polls an hour.
 //
+// # One batch's path
+//
+// A batch goes through three stages, each a type that holds no state between
+// two batches: the claim (claim.go), the send (send.go) and the finalize
+// (finalize.go). A type's loop (loop.go) drives them through a pipeline of its
+// own (pipeline.go: a bound on the batches held and queues that keep claim
+// order), takes the outcomes back in claim order and sets its pace with one
+// pure function (pace.go). Drain (drain.go) runs the same stages in the
+// caller's goroutine. docs/design.md, "The stages of a batch", draws the path.
+//
 // The lifecycle is forwarder.Forwarder's: New, Run(ctx), Running(), Close().
 // Several instances may run on one table with no coordinator; row locks are
 // the only coordination.
@@ -32,9 +42,9 @@
 // # Bounds
 //
 // A Poller runs, for each event type (configured, or discovered: at most
-// Config.MaxDiscoveredTypes), a poll loop, a finalizer and at most
-// Config.MaxBatchesInFlight send goroutines (one sending at a time, in claim
-// order); and one goroutine each for the heartbeat and recovery, the clean-
+// Config.MaxDiscoveredTypes), three goroutines: a poll loop, a sender and a
+// finalizer, which carry at most Config.MaxBatchesInFlight batches at once
+// in claim order; and one goroutine each for the heartbeat and recovery, the clean-
 // up, the discovery of types nobody configured (unless StrictEventTypes),
 // the wake-up listener (with a Listener), and with the DLQ enabled the DLQ
 // transfer, the DLQ retry and the DLQ clean-up. Sends hold no database

@@ -35,10 +35,21 @@ func (p *Poller) Drain(ctx context.Context) (int, error) {
 		return 0, oncebox.ErrClosed
 	default:
 	}
+	// The types: the configured ones, then, without StrictEventTypes, the
+	// others that have a due row, as the discovery finds them.
+	types := p.events
+	var d *discovery
+	if !p.config.Oncebox.Outbox.StrictEventTypes {
+		d = newDiscovery(p.config, p.events, p.conns, p.logger, p.wakes, nil)
+	}
+	st := p.stages
 	sent := 0
 	var errs []error
 	for {
-		types, err := p.drainTypes(ctx)
+		var err error
+		if d != nil {
+			types, err = d.dueEventTypes(ctx, p.events)
+		}
 		if err != nil {
 			return sent, errors.Join(append(errs, err)...)
 		}
@@ -48,7 +59,7 @@ func (p *Poller) Drain(ctx context.Context) (int, error) {
 				if err := ctx.Err(); err != nil {
 					return sent, errors.Join(append(errs, err)...)
 				}
-				b, err := p.claimBatch(ec)
+				b, err := st.claimer.claimBatch(ec)
 				if err != nil {
 					return sent, errors.Join(append(errs, err)...)
 				}
@@ -56,19 +67,13 @@ func (p *Poller) Drain(ctx context.Context) (int, error) {
 					break
 				}
 				claimed = true
-				results := p.send(ctx, b.events)
-				if ctx.Err() != nil {
-					// The send was cut short: a failure may be the
-					// cancellation, not a refusal. Count no attempt.
-					for i := range results {
-						if results[i].outcome == outcomeFailed {
-							results[i] = result{outcome: outcomeUnavailable, err: ctx.Err()}
-						}
-					}
-				}
-				unavailable, err := p.finalize(ec, b.token, b.events, results)
+				// The same stages as a loop's pipeline, in this goroutine:
+				// send (a send ctx cut short counts no attempt), finalize.
+				run := &batchRun{b: b, sent: st.sender.sendBatch(ctx, b, nil, nil)}
+				st.fin.finalize(ec, []*batchRun{run}, nil)
+				unavailable, err := run.final.unavailable, run.final.err
 				released := 0
-				for i, r := range results {
+				for i, r := range run.sent.results {
 					switch r.outcome {
 					case outcomeConfirmed:
 						sent++
@@ -92,35 +97,5 @@ func (p *Poller) Drain(ctx context.Context) (int, error) {
 		if !claimed {
 			return sent, errors.Join(errs...)
 		}
-	}
-}
-
-// drainTypes returns the types Drain relays: the configured ones, then,
-// without StrictEventTypes, the others that have a due row.
-func (p *Poller) drainTypes(ctx context.Context) ([]oncebox.EventConfig, error) {
-	if p.config.Oncebox.Outbox.StrictEventTypes {
-		return p.events, nil
-	}
-	d := p.newDiscovery()
-	types := append([]oncebox.EventConfig(nil), p.events...)
-	for after := ""; ; {
-		page, err := d.dueTypes(ctx, after)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range page {
-			if !t.Due || d.configured[t.Name] {
-				continue
-			}
-			ec, err := p.config.Oncebox.Event(t.Name)
-			if err != nil {
-				return nil, err
-			}
-			types = append(types, ec)
-		}
-		if len(page) < d.page {
-			return types, nil
-		}
-		after = page[len(page)-1].Name
 	}
 }

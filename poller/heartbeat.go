@@ -36,6 +36,21 @@ import (
 // crash while every other instance is idle is recovered on it (at most
 // max-batch-processing-time later), not within the heartbeat timeout.
 
+// keeper writes the heartbeat and runs the recovery and the clock check
+// (clockcheck.go), in one goroutine of its own (keepLoop).
+type keeper struct {
+	config  Config
+	conns   *conns // its statements take no slot (keepLoop)
+	logger  watermill.LoggerAdapter
+	claims  *claims
+	wakes   *wakeBoard // woken when rows are recovered
+	jobDone func(ctx context.Context, name string, r pacing.JobResult, took, next time.Duration)
+
+	// Owned by the keeper's goroutine (keepLoop, keepSleep).
+	delay time.Duration // the wait before the next run
+	fast  bool          // holding claims, or a row IN_PROCESS was seen: runs every Heartbeat
+}
+
 // claims counts the batches this instance has in flight: claimed and not
 // yet finalized.
 type claims struct {
@@ -93,110 +108,109 @@ func (c *claims) holding() bool {
 // again, and every finalize refused as stale — a livelock (issue 21,
 // row 2). The keeper is one goroutine, so its own slot needs no
 // semaphore.
-func (p *Poller) keepLoop(jobs, beats context.Context) {
+func (k *keeper) keepLoop(jobs, beats context.Context) {
+	// The first run one heartbeat after the start, not after
+	// Recovery.Min: an instance started to replace a dead one finds the
+	// dead one's claims in flight and watches them, so they are recovered
+	// within the heartbeat timeout. One statement a start.
+	k.delay, k.fast = k.config.Heartbeat, false
 	var (
-		idle = p.config.Recovery.Strategy()
-		// The first run one heartbeat after the start, not after
-		// Recovery.Min: an instance started to replace a dead one finds
-		// the dead one's claims in flight and watches them, so they are
-		// recovered within the heartbeat timeout. One statement a start.
-		delay = p.config.Heartbeat
-		fast  bool // holding claims, or a row IN_PROCESS was seen
-		beat  bool // a heartbeat row was written
+		idle = k.config.Recovery.Strategy()
+		beat = false // a heartbeat row was written
 		// The clock check (clockcheck.go) rides on the recovery: its
 		// first statement reads the database's clock.
-		check = clockCheck{bound: p.config.MaxClockOffset}
+		check = clockCheck{bound: k.config.MaxClockOffset}
 	)
 	for {
-		if !p.keepSleep(beats, jobs, &delay, &fast) {
+		if !k.keepSleep(beats, jobs) {
 			break
 		}
-		holding := p.claims.holding()
+		holding := k.claims.holding()
 		if holding {
-			if err := p.heartbeat(beats); err != nil {
+			if err := k.heartbeat(beats); err != nil {
 				// Should it fail for HeartbeatTimeout, another instance may
 				// recover and resend these batches: duplicates, which the
 				// finalize guard keeps from overwriting anything.
-				p.logger.Error("Heartbeat failed", err, watermill.LogFields{"next_delay": p.config.Heartbeat})
+				k.logger.Error("Heartbeat failed", err, watermill.LogFields{"next_delay": k.config.Heartbeat})
 			} else {
 				beat = true
 			}
 		}
 		if jobs.Err() != nil {
-			fast, delay = holding, p.config.Heartbeat
+			k.fast, k.delay = holding, k.config.Heartbeat
 			continue
 		}
-		start := p.config.Clock.Now()
-		rows, inProcess, reading, err := p.recoverOnce(jobs)
+		start := k.config.Clock.Now()
+		rows, inProcess, reading, err := k.recoverOnce(jobs)
 		if err != nil {
-			inProcess = fast // the database did not say: keep the pace
+			inProcess = k.fast // the database did not say: keep the pace
 		}
 		if check.bound > 0 && !reading.db.IsZero() {
-			p.observe(&check, reading)
+			k.observe(&check, reading)
 		}
 		if rows > 0 {
 			// The recovered rows are PENDING again: the loops (and the
 			// discovery) poll at once instead of at their current delay,
 			// which after an idle spell is up to max-fixed-delay.
-			p.wakes.wakeAll()
+			k.wakes.wakeAll()
 		}
 		switch {
 		case holding || inProcess:
-			fast, delay = true, p.config.Heartbeat
-		case fast:
+			k.fast, k.delay = true, k.config.Heartbeat
+		case k.fast:
 			// Nothing in flight anywhere any more: back to the idle
 			// schedule, from its start.
-			fast, idle = false, p.config.Recovery.Strategy()
-			delay = idle.Next(false)
+			k.fast, idle = false, k.config.Recovery.Strategy()
+			k.delay = idle.Next(false)
 		default:
-			delay = idle.Next(rows > 0)
+			k.delay = idle.Next(rows > 0)
 		}
-		p.jobDone(jobs, JobRecovery, pacing.JobResult{Rows: rows, Err: err}, p.config.Clock.Since(start), delay)
+		k.jobDone(jobs, JobRecovery, pacing.JobResult{Rows: rows, Err: err}, k.config.Clock.Since(start), k.delay)
 	}
 	if beat {
-		ctx, cancel := p.finalizeCtx()
+		ctx, cancel := k.conns.finalizeCtx()
 		defer cancel()
-		if err := p.d.EndInstance(ctx, p.db, p.config.InstanceID); err != nil {
+		if err := k.conns.d.EndInstance(ctx, k.conns.db, k.config.InstanceID); err != nil {
 			// The clean-up deletes it after max-batch-processing-time.
-			p.logger.Error("Could not delete the instance's heartbeat", err, nil)
+			k.logger.Error("Could not delete the instance's heartbeat", err, nil)
 		}
 	}
 }
 
-// keepSleep waits *delay on the clock and reports false when beats ended
+// keepSleep waits k.delay on the clock and reports false when beats ended
 // first. While not fast, the first claim after none (claims.busy) cuts the
 // wait short: the next run is then one heartbeat interval away, so that a
 // batch still in flight by then gets its heartbeat, and one finalized
 // before costs none.
-func (p *Poller) keepSleep(beats, jobs context.Context, delay *time.Duration, fast *bool) bool {
+func (k *keeper) keepSleep(beats, jobs context.Context) bool {
 	for {
-		if jobs.Err() != nil && !*fast && !p.claims.holding() {
+		if jobs.Err() != nil && !k.fast && !k.claims.holding() {
 			// Closing with nothing in flight: nothing to beat for; wait
 			// for a batch whose claim was already under way, or the end.
 			select {
-			case <-p.claims.busy:
-				*fast, *delay = true, p.config.Heartbeat
+			case <-k.claims.busy:
+				k.fast, k.delay = true, k.config.Heartbeat
 			case <-beats.Done():
 				return false
 			}
 		}
-		start := p.config.Clock.Now()
-		t := clock.NewTimer(p.config.Clock, *delay)
+		start := k.config.Clock.Now()
+		t := clock.NewTimer(k.config.Clock, k.delay)
 		select {
 		case <-t.Chan():
 			return true
 		case <-beats.Done():
 			t.Stop()
 			return false
-		case <-p.claims.busy:
+		case <-k.claims.busy:
 			t.Stop()
-			if !*fast {
-				*fast, *delay = true, p.config.Heartbeat
+			if !k.fast {
+				k.fast, k.delay = true, k.config.Heartbeat
 				continue
 			}
 			// Already beating: keep the cadence. The timer is made again
 			// for what is left of the wait.
-			*delay = max(0, *delay-p.config.Clock.Since(start))
+			k.delay = max(0, k.delay-k.config.Clock.Since(start))
 		}
 	}
 }
@@ -204,25 +218,25 @@ func (p *Poller) keepSleep(beats, jobs context.Context, delay *time.Duration, fa
 // heartbeat writes this instance's heartbeat, bounded by HeartbeatTimeout
 // (a later one would be worthless). It runs on the keeper's own
 // connection, outside the MaxConcurrentQueries slots (see keepLoop).
-func (p *Poller) heartbeat(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.config.HeartbeatTimeout)
+func (k *keeper) heartbeat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, k.config.HeartbeatTimeout)
 	defer cancel()
-	return p.d.Heartbeat(ctx, p.db, p.config.InstanceID, p.config.Clock.Now().UTC())
+	return k.conns.d.Heartbeat(ctx, k.conns.db, k.config.InstanceID, k.config.Clock.Now().UTC())
 }
 
 // recoverOnce runs the recovery, JobBatchSize rows a statement, on the
 // keeper's own connection, and reports the rows recovered, whether any row
 // was IN_PROCESS, and the database's clock as the first statement read it
 // (zero if none answered), between the relay's clock before and after.
-func (p *Poller) recoverOnce(ctx context.Context) (rows int, inProcess bool, reading clockReading, err error) {
-	limit := p.config.JobBatchSize
+func (k *keeper) recoverOnce(ctx context.Context) (rows int, inProcess bool, reading clockReading, err error) {
+	limit := k.config.JobBatchSize
 	for ctx.Err() == nil {
-		now := p.config.Clock.Now().UTC()
-		n, in, dbNow, err := p.d.RecoverStale(ctx, p.db, dialects.RecoverParams{Now: now,
-			ClaimedBefore: now.Add(-p.config.Oncebox.Outbox.MaxBatchProcessingTime),
-			StaleBefore:   now.Add(-p.config.HeartbeatTimeout), Limit: limit})
+		now := k.config.Clock.Now().UTC()
+		n, in, dbNow, err := k.conns.d.RecoverStale(ctx, k.conns.db, dialects.RecoverParams{Now: now,
+			ClaimedBefore: now.Add(-k.config.Oncebox.Outbox.MaxBatchProcessingTime),
+			StaleBefore:   now.Add(-k.config.HeartbeatTimeout), Limit: limit})
 		if reading.db.IsZero() && !dbNow.IsZero() {
-			reading = clockReading{before: now, db: dbNow, after: p.config.Clock.Now()}
+			reading = clockReading{before: now, db: dbNow, after: k.config.Clock.Now()}
 		}
 		if err != nil {
 			return rows, inProcess, reading, err

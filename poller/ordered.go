@@ -1,5 +1,7 @@
 package poller
 
+import "github.com/ThreeDotsLabs/watermill/message"
+
 // KeyOrderKeeper is an optional extension of BatchPublisher for
 // publishers that deliver the messages of one call that carry the same key
 // in the order given, and never confirm a message of a key after one of
@@ -18,10 +20,11 @@ type KeyOrderKeeper interface {
 	KeepsKeyOrder() bool
 }
 
-// perKey is how many events of one key a claim of ec's type may take.
-func (p *Poller) perKey(limit int) int {
-	_, batch := p.pub.(BatchPublisher)
-	if k, ok := p.pub.(KeyOrderKeeper); ok && batch && k.KeepsKeyOrder() {
+// perKey is how many events of one key a claim of limit events may take
+// when pub sends them.
+func perKey(pub message.Publisher, limit int) int {
+	_, batch := pub.(BatchPublisher)
+	if k, ok := pub.(KeyOrderKeeper); ok && batch && k.KeepsKeyOrder() {
 		return limit
 	}
 	return 1

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 
@@ -30,17 +31,28 @@ type BrokerProber interface {
 // was unavailable starts an outage; the first batch that reaches the broker
 // ends it. The state changes are logged once each and reported to
 // Hooks.BrokerOutage; the batches in between are logged at DEBUG only.
+//
+// An outage belongs to its type's loop: only the loop's goroutine calls
+// its methods and reads down.
 type outage struct {
-	p         *Poller
 	eventType string
+	clock     oncebox.Clock
+	logger    watermill.LoggerAdapter
+	hooks     Hooks
+	schedule  Schedule      // Config.OutageBackoff
+	prober    BrokerProber  // nil: the publisher cannot be probed
+	probeFor  time.Duration // a probe's bound: Config.FinalizeTimeout
 	backoff   *pacing.Strategy
 	down      bool
 	since     time.Time
 	released  int // events released without an attempt during this outage
 }
 
-func (p *Poller) newOutage(eventType string) *outage {
-	return &outage{p: p, eventType: eventType, backoff: p.config.OutageBackoff.Strategy()}
+// newOutage returns the outage state of eventType's loop: up.
+func newOutage(eventType string, c Config, pub message.Publisher, logger watermill.LoggerAdapter) *outage {
+	prober, _ := pub.(BrokerProber)
+	return &outage{eventType: eventType, clock: c.Clock, logger: logger, hooks: c.Hooks, schedule: c.OutageBackoff,
+		prober: prober, probeFor: c.FinalizeTimeout, backoff: c.OutageBackoff.Strategy()}
 }
 
 // unavailable records a batch released because the broker was unavailable
@@ -49,10 +61,10 @@ func (p *Poller) newOutage(eventType string) *outage {
 func (o *outage) unavailable(released int, err error) time.Duration {
 	o.released += released
 	if !o.down {
-		o.down, o.since = true, o.p.config.Clock.Now()
-		o.p.logger.Error("Broker unavailable: the event type backs off until it answers; its batches are released without counting an attempt", err,
+		o.down, o.since = true, o.clock.Now()
+		o.logger.Error("Broker unavailable: the event type backs off until it answers; its batches are released without counting an attempt", err,
 			watermill.LogFields{"event_type": o.eventType})
-		o.p.config.Hooks.BrokerOutage(o.eventType, true, err)
+		o.hooks.BrokerOutage(o.eventType, true, err)
 	}
 	return o.backoff.Next(false)
 }
@@ -62,28 +74,27 @@ func (o *outage) reached() {
 	if !o.down {
 		return
 	}
-	o.p.logger.Info("Broker available again", watermill.LogFields{"event_type": o.eventType,
-		"outage": o.p.config.Clock.Since(o.since), "released_without_attempt": o.released})
-	o.p.config.Hooks.BrokerOutage(o.eventType, false, nil)
+	o.logger.Info("Broker available again", watermill.LogFields{"event_type": o.eventType,
+		"outage": o.clock.Since(o.since), "released_without_attempt": o.released})
+	o.hooks.BrokerOutage(o.eventType, false, nil)
 	o.down, o.released = false, 0
-	o.backoff = o.p.config.OutageBackoff.Strategy()
+	o.backoff = o.schedule.Strategy()
 }
 
 // probe asks a BrokerProber publisher, during an outage, whether the broker
 // answers again. It reports true when a claim is worth making: no outage,
 // a publisher that cannot be probed, or a probe that succeeded.
 func (o *outage) probe(ctx context.Context) (worthClaiming bool, wait time.Duration) {
-	bp, ok := o.p.pub.(BrokerProber)
-	if !o.down || !ok {
+	if !o.down || o.prober == nil {
 		return true, 0
 	}
-	probeCtx, cancel := context.WithTimeout(ctx, o.p.config.FinalizeTimeout)
+	probeCtx, cancel := context.WithTimeout(ctx, o.probeFor)
 	defer cancel()
-	err := bp.ProbeBroker(probeCtx)
+	err := o.prober.ProbeBroker(probeCtx)
 	if err == nil {
 		return true, 0
 	}
-	o.p.logger.Debug("Broker still unavailable", watermill.LogFields{"event_type": o.eventType, "err": err.Error()})
+	o.logger.Debug("Broker still unavailable", watermill.LogFields{"event_type": o.eventType, "err": err.Error()})
 	return false, o.backoff.Next(false)
 }
 

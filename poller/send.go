@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
@@ -28,6 +31,77 @@ type BatchPublisher interface {
 	// otherwise the per-message results are ignored. Each message's context
 	// is the poller's.
 	PublishBatch(topic string, msgs ...*message.Message) ([]error, error)
+}
+
+// The second stage of a batch's path: the send (docs/design.md, "The
+// relay"). One sender serves every loop and Drain; it holds no state
+// between two batches.
+
+// sender publishes claimed batches to the broker.
+type sender struct {
+	pub           message.Publisher
+	clock         oncebox.Clock
+	isUnavailable func(error) bool // Config.IsUnavailable
+	mbpt          time.Duration    // outbox.max-batch-processing-time
+	tracer        trace.Tracer
+	propagator    propagation.TextMapPropagator
+}
+
+// sent is a batch after its send: each event's result, and the error that
+// released events of it without an attempt, if any.
+type sent struct {
+	results     []result
+	unavailable error
+}
+
+// sendBatch sends the events of b with ctx, unless ctx has ended (closing:
+// CloseTimeout passed while the batch before was being sent) or the batch
+// sent just before on the same path found the broker unavailable (before):
+// then b is released unsent, without an attempt. A send that ctx cut short
+// counts no attempt for anything not confirmed: a failure may be the
+// cancellation, not a rejection. cut is the reason given for the events so
+// released; nil gives ctx's own error.
+func (s *sender) sendBatch(ctx context.Context, b batch, before, cut error) sent {
+	cutErr := func() error {
+		if cut != nil {
+			return cut
+		}
+		return ctx.Err()
+	}
+	var results []result
+	switch {
+	case ctx.Err() != nil:
+		results = unsent(len(b.events), cutErr())
+	case before != nil:
+		// The broker went away under the batch before: this one, claimed
+		// meanwhile, is released unsent, without an attempt.
+		results = unsent(len(b.events), before)
+	default:
+		results = s.send(ctx, b.events)
+	}
+	if ctx.Err() != nil {
+		for i := range results {
+			if results[i].outcome == outcomeFailed {
+				results[i] = result{outcome: outcomeUnavailable, err: cutErr()}
+			}
+		}
+	}
+	out := sent{results: results}
+	for _, r := range results {
+		if r.outcome == outcomeUnavailable {
+			out.unavailable = r.err
+		}
+	}
+	return out
+}
+
+// unsent is the results of n events released without being sent.
+func unsent(n int, err error) []result {
+	results := make([]result, n)
+	for i := range results {
+		results[i] = result{outcome: outcomeUnavailable, err: err}
+	}
+	return results
 }
 
 // outcome is the fate of one claimed event after a send.
@@ -63,7 +137,7 @@ func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message,
 // multi-message call with an error that IsUnavailable does not know, its
 // messages are sent again one by one (sendOneByOne). A panic of the
 // publisher is a failed send, never a crash.
-func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []result {
+func (s *sender) send(ctx context.Context, events []dialects.ClaimedEvent) []result {
 	results := make([]result, len(events))
 	msgs := make([]*message.Message, len(events))
 	for i := range events {
@@ -75,8 +149,8 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		msgs[i] = msg
 	}
 	unavailable := error(nil)
-	_, isBatch := p.pub.(BatchPublisher)
-	started, mbpt := p.config.Clock.Now(), p.config.Oncebox.Outbox.MaxBatchProcessingTime
+	_, isBatch := s.pub.(BatchPublisher)
+	started, mbpt := s.clock.Now(), s.mbpt
 	for start := 0; start < len(events); {
 		topic := events[start].Topic
 		var idx []int
@@ -101,10 +175,10 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 		for k, i := range idx {
 			group[k] = msgs[i]
 		}
-		span := p.startSendSpan(ctx, topic, group)
-		perMsg, callErr := p.publish(topic, group)
+		span := s.startSendSpan(ctx, topic, group)
+		perMsg, callErr := s.publish(topic, group)
 		switch {
-		case callErr != nil && (p.config.IsUnavailable(callErr) || ctx.Err() != nil):
+		case callErr != nil && (s.isUnavailable(callErr) || ctx.Err() != nil):
 			unavailable = callErr
 			for k, i := range idx {
 				// A publisher that still reports per message tells which
@@ -116,10 +190,10 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 				}
 				results[i] = result{outcome: outcomeUnavailable, err: callErr}
 			}
-		case callErr != nil && !isBatch && len(idx) > 1 && p.config.Clock.Since(started) < mbpt:
+		case callErr != nil && !isBatch && len(idx) > 1 && s.clock.Since(started) < mbpt:
 			// A plain publisher's error does not say which message it is
 			// about: find out one message at a time.
-			if err := p.sendOneByOne(ctx, topic, idx, msgs, results, started); err != nil {
+			if err := s.sendOneByOne(ctx, topic, idx, msgs, results, started); err != nil {
 				unavailable = err
 			}
 		case callErr != nil:
@@ -131,7 +205,7 @@ func (p *Poller) send(ctx context.Context, events []dialects.ClaimedEvent) []res
 				switch e := perMsg[k]; {
 				case e == nil:
 					results[i] = result{outcome: outcomeConfirmed}
-				case p.config.IsUnavailable(e):
+				case s.isUnavailable(e):
 					// The connection went away under this message: it was not
 					// refused, so it counts no attempt, and the next topics of
 					// the batch are not tried.
@@ -169,8 +243,8 @@ var errRefusedInARow = errors.New("oncebox: two messages in a row refused one by
 // publisher sends one at a time and stops at the first error) are sent
 // again: duplicates, which at-least-once delivery allows and the consumer's
 // inbox drops. It returns the error that released the rest, if any.
-func (p *Poller) sendOneByOne(ctx context.Context, topic string, idx []int, msgs []*message.Message, results []result, started time.Time) error {
-	mbpt := p.config.Oncebox.Outbox.MaxBatchProcessingTime
+func (s *sender) sendOneByOne(ctx context.Context, topic string, idx []int, msgs []*message.Message, results []result, started time.Time) error {
+	mbpt := s.mbpt
 	release := func(from int, err error) error {
 		for _, i := range idx[from:] {
 			results[i] = result{outcome: outcomeUnavailable, err: err}
@@ -182,17 +256,17 @@ func (p *Poller) sendOneByOne(ctx context.Context, topic string, idx []int, msgs
 		if err := ctx.Err(); err != nil {
 			return release(k, err)
 		}
-		if p.config.Clock.Since(started) >= mbpt {
+		if s.clock.Since(started) >= mbpt {
 			// The claim may be recovered and sent by another instance from
 			// now on: stop sending it.
 			return release(k, fmt.Errorf("oncebox: not attempted: the batch's sends outlasted max-batch-processing-time %s", mbpt))
 		}
-		_, err := p.publish(topic, msgs[i:i+1])
+		_, err := s.publish(topic, msgs[i:i+1])
 		switch {
 		case err == nil:
 			results[i] = result{outcome: outcomeConfirmed}
 			refusedBefore = false
-		case p.config.IsUnavailable(err) || ctx.Err() != nil:
+		case s.isUnavailable(err) || ctx.Err() != nil:
 			return release(k, err)
 		case refusedBefore:
 			return release(k, fmt.Errorf("%w: %w", errRefusedInARow, err))
@@ -206,13 +280,13 @@ func (p *Poller) sendOneByOne(ctx context.Context, topic string, idx []int, msgs
 
 // publish sends one topic's messages. It returns per-message errors (all nil
 // when the plain publisher succeeded) or the call's error.
-func (p *Poller) publish(topic string, msgs []*message.Message) (perMsg []error, err error) {
+func (s *sender) publish(topic string, msgs []*message.Message) (perMsg []error, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			perMsg, err = nil, fmt.Errorf("oncebox: publisher panicked: %v", r)
 		}
 	}()
-	if bp, ok := p.pub.(BatchPublisher); ok {
+	if bp, ok := s.pub.(BatchPublisher); ok {
 		perMsg, err = bp.PublishBatch(topic, msgs...)
 		if len(perMsg) != len(msgs) {
 			if err == nil {
@@ -222,7 +296,7 @@ func (p *Poller) publish(topic string, msgs []*message.Message) (perMsg []error,
 		}
 		return perMsg, err
 	}
-	if err := p.pub.Publish(topic, msgs...); err != nil {
+	if err := s.pub.Publish(topic, msgs...); err != nil {
 		return nil, err
 	}
 	return make([]error, len(msgs)), nil

@@ -35,12 +35,12 @@ const (
 // to MaxSpanLinks): the messages keep the producer's traceparent, so that
 // the consumer continues the producer's trace, not the relay's. With a
 // provider that does not record, no metadata is read.
-func (p *Poller) startSendSpan(ctx context.Context, topic string, msgs []*message.Message) trace.Span {
+func (s *sender) startSendSpan(ctx context.Context, topic string, msgs []*message.Message) trace.Span {
 	eventType := ""
 	if len(msgs) > 0 {
 		eventType = msgs[0].Metadata.Get(oncebox.HeaderEventType)
 	}
-	_, span := p.tracer.Start(ctx, "oncebox.relay send "+topic,
+	_, span := s.tracer.Start(ctx, "oncebox.relay send "+topic,
 		trace.WithNewRoot(),
 		trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attrEventType.String(eventType), attrDestination.String(topic), attrBatchSize.Int(len(msgs))))
@@ -49,7 +49,7 @@ func (p *Poller) startSendSpan(ctx context.Context, topic string, msgs []*messag
 	}
 	links := 0
 	for _, msg := range msgs {
-		sc := trace.SpanContextFromContext(p.config.Propagator.Extract(context.Background(), propagation.MapCarrier(msg.Metadata)))
+		sc := trace.SpanContextFromContext(s.propagator.Extract(context.Background(), propagation.MapCarrier(msg.Metadata)))
 		if !sc.IsValid() {
 			continue
 		}

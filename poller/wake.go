@@ -129,7 +129,7 @@ type waker struct {
 	// last is when the last wake-driven poll was let through, and empty
 	// how many wake-driven polls in a row claimed nothing (always
 	// wakeEmptyRun for the discovery); only the loop's goroutine
-	// (sleepOrWake, and pollDone through wakeBoard.claimed) reads and
+	// (sleepOrWake, and typeLoop.report through wakeBoard.claimed) reads and
 	// writes them.
 	last  time.Time
 	empty int
@@ -205,7 +205,7 @@ func (b *wakeBoard) wake(t string) WakeTarget {
 }
 
 // claimed records whether the wake-driven poll of t's loop claimed
-// events (pollDone, on the loop's goroutine): one that did ends the run of
+// events (typeLoop.report, on the loop's goroutine): one that did ends the run of
 // empty ones.
 func (b *wakeBoard) claimed(t string, some bool) {
 	b.mu.Lock()
@@ -425,12 +425,12 @@ func (p *Poller) listenLoop(ctx context.Context) {
 // wakeOnCommit returns the poller's listener (nil: polling only) and its
 // wake board: a channel per configured type, and one for the discovery
 // unless the event types are strict.
-func (p *Poller) wakeOnCommit(db any, events []oncebox.EventConfig) (Listener, *wakeBoard) {
+func wakeOnCommit(c Config, db any, events []oncebox.EventConfig) (Listener, *wakeBoard) {
 	var listener Listener
-	if !p.config.DisableWakeOnCommit {
-		listener = p.config.Listener
+	if !c.DisableWakeOnCommit {
+		listener = c.Listener
 		if listener == nil {
-			listener = defaultListener(db, p.config.Dialect)
+			listener = defaultListener(db, c.Dialect)
 		}
 	}
 	configured := make(map[string]time.Duration, len(events))
@@ -438,8 +438,8 @@ func (p *Poller) wakeOnCommit(db any, events []oncebox.EventConfig) (Listener, *
 		configured[ec.EventType] = ec.Polling.MinFixedDelay
 	}
 	var window time.Duration // the defaults' min-fixed-delay
-	if defaults, err := p.config.Oncebox.Event(""); err == nil {
+	if defaults, err := c.Oncebox.Event(""); err == nil {
 		window = defaults.Polling.MinFixedDelay
 	}
-	return listener, newWakeBoard(configured, !p.config.Oncebox.Outbox.StrictEventTypes, window)
+	return listener, newWakeBoard(configured, !c.Oncebox.Outbox.StrictEventTypes, window)
 }
