@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -15,6 +14,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
+	"github.com/oncebox/watermill-oncebox/internal/lifecycle"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
@@ -55,19 +55,14 @@ type InboxCleanerConfig struct {
 
 // InboxCleaner deletes processed ids older than the inbox ttl, in batches,
 // on one instance at a time (the lease "inbox-clean-up" in the jobs table).
-// Its lifecycle is the poller's: Run, Running, Close.
+// Its lifecycle is the poller's and the service's (docs/design.md,
+// "Lifecycle"): Run, Running, Close.
 type InboxCleaner struct {
-	db      wsql.Beginner
-	config  InboxCleanerConfig
-	logger  watermill.LoggerAdapter
-	locker  *lease.Locker
-	running chan struct{}
-	closing chan struct{}
-	done    chan struct{}
-
-	mu        sync.Mutex
-	started   bool
-	closeOnce sync.Once
+	db     wsql.Beginner
+	config InboxCleanerConfig
+	logger watermill.LoggerAdapter
+	locker *lease.Locker
+	life   *lifecycle.Lifecycle
 }
 
 // withDefaults fills the defaults of c and lists its problems.
@@ -135,50 +130,30 @@ func NewInboxCleaner(db wsql.Beginner, config InboxCleanerConfig, logger watermi
 		logger = watermill.NopLogger{}
 	}
 	return &InboxCleaner{
-		db:      db,
-		config:  config,
-		logger:  logger.With(watermill.LogFields{"component": "oncebox-inbox-cleaner", "instance": config.InstanceID}),
-		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
-		running: make(chan struct{}),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		db:     db,
+		config: config,
+		logger: logger.With(watermill.LogFields{"component": "oncebox-inbox-cleaner", "instance": config.InstanceID}),
+		locker: lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
+		life:   lifecycle.New("inbox cleaner"),
 	}, nil
 }
 
-// Running is closed once Run has started, or has returned (Close before
-// Run): `go c.Run(ctx); <-c.Running()` never hangs.
-func (c *InboxCleaner) Running() chan struct{} { return c.running }
+// Running is closed once Run has started, or has returned, or Close was
+// called before Run: `go c.Run(ctx); <-c.Running()` never hangs.
+func (c *InboxCleaner) Running() chan struct{} { return c.life.Running() }
 
 // Run cleans on the schedule until ctx ends or Close is called, then returns
-// nil. After Close it returns oncebox.ErrClosed at once, without cleaning.
-// It may be called once.
+// nil. Run after Close, or with ctx already done, returns nil at once
+// without cleaning; Close before Run closes Running; a second Run returns
+// an error; Close may be called any number of times, from any goroutine,
+// and waits for Run to return (the lifecycle of every long-running type:
+// docs/design.md, "Lifecycle").
 func (c *InboxCleaner) Run(ctx context.Context) error {
-	c.mu.Lock()
-	if c.started {
-		c.mu.Unlock()
-		return errors.New("oncebox: inbox cleaner: Run called twice")
-	}
-	c.started = true
-	c.mu.Unlock()
-	defer close(c.done)
-	// Running is closed however Run ends.
-	var runningOnce sync.Once
-	markRunning := func() { runningOnce.Do(func() { close(c.running) }) }
-	defer markRunning()
-	select {
-	case <-c.closing:
-		return oncebox.ErrClosed
-	default:
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	return c.life.Run(ctx, c.run)
+}
+
+// run is Run's work; markRunning closes Running.
+func (c *InboxCleaner) run(ctx context.Context, markRunning func()) error {
 	markRunning()
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
@@ -201,14 +176,9 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the cleaner and waits for Run to return.
+// Close stops the cleaner and waits for Run to return. It is safe to call
+// more than once, from any goroutine, and before Run. It returns nil.
 func (c *InboxCleaner) Close() error {
-	c.closeOnce.Do(func() { close(c.closing) })
-	c.mu.Lock()
-	started := c.started
-	c.mu.Unlock()
-	if started {
-		<-c.done
-	}
+	c.life.Close()
 	return nil
 }
