@@ -40,6 +40,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/inprocess"
+	"github.com/oncebox/watermill-oncebox/internal/lifecycle"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -80,13 +81,9 @@ type Service struct {
 	closeErr     error                         // the functions given to Go that did not stop in time; set before done is closed
 	misuse       chan error                    // the inbox found Retry inside it (InboxConfig.OnMisuse)
 
-	runningOnce sync.Once
-	running     chan struct{}
-	closing     chan struct{}
-	done        chan struct{}
-	mu          sync.Mutex
-	started     bool
-	closeOnce   sync.Once
+	life     *lifecycle.Lifecycle // Run, Close, Running (internal/lifecycle)
+	mu       sync.Mutex
+	goSealed bool // Run was called: Go panics; guarded by mu
 }
 
 // New builds a Service over db, a pool (sql.BeginnerFromPgx(pool) or
@@ -123,8 +120,8 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	if closeTimeout == 0 {
 		closeTimeout = DefaultCloseTimeout
 	}
-	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: closeTimeout, running: make(chan struct{}), closing: make(chan struct{}),
-		done: make(chan struct{}), misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
+	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: closeTimeout, life: lifecycle.New("service"),
+		misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
 	if err := s.build(o, logger); err != nil {
 		return nil, err
 	}
