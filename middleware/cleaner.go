@@ -65,17 +65,35 @@ type InboxCleaner struct {
 	life   *lifecycle.Lifecycle
 }
 
-// withDefaults fills the defaults of c and lists its problems.
-func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
-	var errs []error
-	if c.Dialect == nil {
-		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
-	}
+// withDefaults returns c with its zero fields set to their defaults.
+func (c InboxCleanerConfig) withDefaults() InboxCleanerConfig {
 	if c.CleanUp.TTL == 0 {
 		c.CleanUp.TTL = oncebox.DefaultInboxTTL
 	}
 	if c.CleanUp.BatchSize == 0 {
 		c.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
+	}
+	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	if c.Lease == 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		id, _ := oncebox.NewEventID() // fails only if crypto/rand does, which Go treats as fatal
+		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
+// problems lists what is wrong with c, its defaults filled, one error per
+// field.
+func (c InboxCleanerConfig) problems() []error {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
 	}
 	if c.CleanUp.TTL < 0 {
 		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", c.CleanUp.TTL))
@@ -83,48 +101,34 @@ func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
 	if c.CleanUp.BatchSize < 0 || c.CleanUp.BatchSize > oncebox.MaxBatchSize {
 		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, c.CleanUp.BatchSize))
 	}
-	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
 	errs = append(errs, c.Schedule.Validate("InboxCleanerConfig.Schedule"))
-	if c.Lease == 0 {
-		c.Lease = 10 * time.Minute
-	}
 	if c.Lease < 0 {
 		errs = append(errs, fmt.Errorf("InboxCleanerConfig.Lease must be > 0, got %s", c.Lease))
 	}
-	return c, errs
+	return errs
 }
 
 // Validate checks c as NewInboxCleaner does, zero fields taking their
 // defaults; the error names every field at fault and wraps
 // oncebox.ErrInvalidConfig.
 func (c InboxCleanerConfig) Validate() error {
-	_, errs := c.withDefaults()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(c.withDefaults().problems()...); err != nil {
 		return fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
 	}
 	return nil
 }
 
-// NewInboxCleaner returns an InboxCleaner over db, a pool.
+// NewInboxCleaner returns an InboxCleaner over db, a pool. config is
+// completed with its defaults and validated; the error names every
+// argument and field at fault and wraps oncebox.ErrInvalidConfig.
 func NewInboxCleaner(db wsql.Beginner, config InboxCleanerConfig, logger watermill.LoggerAdapter) (*InboxCleaner, error) {
 	var errs []error
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
-	config, problems := config.withDefaults()
-	if err := errors.Join(append(errs, problems...)...); err != nil {
+	config = config.withDefaults()
+	if err := errors.Join(append(errs, config.problems()...)...); err != nil {
 		return nil, fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
-	}
-	if config.InstanceID == "" {
-		host, _ := os.Hostname()
-		id, err := oncebox.NewEventID()
-		if err != nil {
-			return nil, err
-		}
-		config.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
-	}
-	if config.Clock == nil {
-		config.Clock = clock.Real{}
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}

@@ -129,8 +129,8 @@ func TestConfigurationErrorsNameTheKey(t *testing.T) {
 	}
 	t.Run("fields the service sets", func(t *testing.T) {
 		_, err := service.New(b.Beginner, oncebox.Config{}, nil,
-			service.WithInboxConfig(middlewareInboxConfigWithDB(b)))
-		require.ErrorContains(t, err, "WithInboxConfig: DB must be left zero: the service sets it")
+			service.WithInboxConfig(middlewareInboxConfigWithDialect(b)))
+		require.ErrorContains(t, err, "WithInboxConfig: Dialect must be left zero: the service sets it")
 	})
 	t.Run("unknown driver", func(t *testing.T) {
 		_, err := service.New(foreignBeginner{b.Beginner}, oncebox.Config{}, nil)

@@ -146,14 +146,12 @@ func (o *options) validate(cfg oncebox.Config) error {
 	set("WithRelayConfig", "Clock", r.Clock != nil)
 	set("WithRelayConfig", "TracerProvider and Propagator (use WithTracing)", r.TracerProvider != nil || r.Propagator != nil)
 	i := o.inboxConfig
-	set("WithInboxConfig", "DB", i.DB != nil)
 	set("WithInboxConfig", "Dialect", i.Dialect != nil)
 	set("WithInboxConfig", "Cache (use inbox.cache and WithInboxCache)", i.Cache != nil)
 	set("WithInboxConfig", "Hooks (use WithHooks)", i.Hooks != nil)
 	set("WithInboxConfig", "Clock", i.Clock != nil)
 	set("WithInboxConfig", "TracerProvider and Propagator (use WithTracing)", i.TracerProvider != nil || i.Propagator != nil)
 	p := o.poisonConfig
-	set("WithPoisonConfig", "DB", p.DB != nil)
 	set("WithPoisonConfig", "Dialect", p.Dialect != nil)
 	set("WithPoisonConfig", "Clock", p.Clock != nil)
 	set("WithPoisonConfig", "OnParked, OnNacked and OnStoreFailed (use WithHooks)", p.OnParked != nil || p.OnNacked != nil || p.OnStoreFailed != nil)
@@ -201,7 +199,7 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 	}
 	ic := o.inboxConfig
 	s.inboxMode = ic.Mode
-	ic.DB, ic.Dialect, ic.Hooks, ic.Clock = s.db, d, o.hooks.Inbox, o.clock
+	ic.Dialect, ic.Hooks, ic.Clock = d, o.hooks.Inbox, o.clock
 	ic.TracerProvider, ic.Propagator = o.tracerProvider, o.propagator
 	// A misused inbox (Watermill's Retry inside it) stops the service: Run
 	// returns the error, which names the fix, and closes the router, instead
@@ -221,13 +219,13 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 			return err
 		}
 	}
-	if s.inbox, err = middleware.NewInbox(ic, logger); err != nil {
+	if s.inbox, err = middleware.NewInbox(s.db, ic, logger); err != nil {
 		return err
 	}
 	pc := o.poisonConfig
-	pc.DB, pc.Dialect, pc.Clock = s.db, d, o.clock
+	pc.Dialect, pc.Clock = d, o.clock
 	pc.OnParked, pc.OnNacked, pc.OnStoreFailed = o.hooks.OnParked, o.hooks.OnNacked, o.hooks.OnStoreFailed
-	if s.poison, err = middleware.NewPoisonQueue(pc, logger); err != nil {
+	if s.poison, err = middleware.NewPoisonQueue(s.db, pc, logger); err != nil {
 		return err
 	}
 	if s.consumer, err = middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: s.poison, Inbox: s.inbox,
