@@ -105,10 +105,13 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The configuration and the options, each completed with its defaults
+	// and then checked, as every config of the module.
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	o = o.withDefaults()
 	if err := o.validate(cfg); err != nil {
 		return nil, fmt.Errorf("%w: service: %w", oncebox.ErrInvalidConfig, err)
 	}
@@ -116,11 +119,7 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	if err != nil {
 		return nil, err
 	}
-	closeTimeout := o.closeTimeout
-	if closeTimeout == 0 {
-		closeTimeout = DefaultCloseTimeout
-	}
-	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: closeTimeout, life: lifecycle.New("service"),
+	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: o.closeTimeout, life: lifecycle.New("service"),
 		misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
 	if err := s.build(o, logger); err != nil {
 		return nil, err
@@ -128,6 +127,14 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	s.warnings = startupWarnings(cfg, o)
 	s.relayPub, s.onHandlers = o.relay, o.hooks.OnHandlers
 	return s, nil
+}
+
+// withDefaults returns o with its zero settings set to their defaults.
+func (o options) withDefaults() options {
+	if o.closeTimeout == 0 {
+		o.closeTimeout = DefaultCloseTimeout
+	}
+	return o
 }
 
 // validate refuses the options' fields that the service sets itself, so
