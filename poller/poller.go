@@ -58,7 +58,8 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 	if publisherOut == nil {
 		return nil, fmt.Errorf("%w: poller: publisherOut is nil", oncebox.ErrInvalidConfig)
 	}
-	config, events, err := config.withDefaults()
+	config = config.withDefaults()
+	events, err := config.validate()
 	if err != nil {
 		return nil, err
 	}
