@@ -22,7 +22,11 @@ import (
 )
 
 // Poller relays outbox rows to a broker. Build it with New, start it with
-// Run, stop it with Close.
+// Run, stop it with Close. Its Run/Close/Running answer as every
+// long-running type's (docs/design.md, "Lifecycle"): Run after Close or
+// with a done context returns nil at once, Close before Run closes
+// Running, a second Run is an error, Close may be called again and from
+// any goroutine.
 type Poller struct {
 	db     wsql.Beginner
 	pub    message.Publisher

@@ -55,7 +55,11 @@ var ErrConsumerOff = errors.New("oncebox: service: the consuming side is off: se
 // Service is one service's oncebox: the publisher's configuration, the
 // relay, the consuming side and the DLQ, built from one configuration. Build
 // it with New, run its background work with Run, stop it with Close. It is
-// safe for concurrent use.
+// safe for concurrent use. Its Run/Close/Running answer as every
+// long-running type's (docs/design.md, "Lifecycle"): Run after Close or
+// with a done context returns nil at once, Close before Run closes
+// Running, a second Run is an error, Close may be called again and from
+// any goroutine.
 type Service struct {
 	inboxMode    middleware.InboxMode // the inbox's mode, for the typed handlers (handler.go)
 	db           wsql.Beginner
