@@ -82,7 +82,7 @@ func runInbox(ctx context.Context, e *env) ([]row, error) {
 		return nil, err
 	}
 	wrap := func(c cache.Cache) (message.HandlerFunc, error) {
-		in, err := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: d, Cache: c}, watermill.NopLogger{})
+		in, err := middleware.NewInbox(db, middleware.InboxConfig{Dialect: d, Cache: c}, watermill.NopLogger{})
 		if err != nil {
 			return nil, err
 		}

@@ -72,15 +72,23 @@ func (s *Store) report(action string, n int) {
 	}
 }
 
-// Validate checks config; the error names the field at fault and wraps
-// oncebox.ErrInvalidConfig. NewStore calls it.
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	c.Clock = clock.Or(c.Clock)
+	return c
+}
+
+// Validate checks config as NewStore does, zero fields taking their
+// defaults; the error names the field at fault and wraps
+// oncebox.ErrInvalidConfig.
 func (c Config) Validate() error {
-	if err := errors.Join(c.problems()...); err != nil {
+	if err := errors.Join(c.withDefaults().problems()...); err != nil {
 		return fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
 	return nil
 }
 
+// problems lists what is wrong with c, one error per field.
 func (c Config) problems() []error {
 	if c.Dialect == nil {
 		return []error{errors.New("Config.Dialect is nil")}
@@ -95,11 +103,12 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
+	config = config.withDefaults()
 	errs = append(errs, config.problems()...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
-	return &Store{db: db, d: config.Dialect, clock: clock.Or(config.Clock), onAction: config.OnAction}, nil
+	return &Store{db: db, d: config.Dialect, clock: config.Clock, onAction: config.OnAction}, nil
 }
 
 // Row is one row of the DLQ table. Times are UTC.

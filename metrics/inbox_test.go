@@ -43,11 +43,11 @@ func TestInboxHooksConsumeDuplicateFailure(t *testing.T) {
 	mem, err := cache.NewMemory(100, time.Hour)
 	require.NoError(t, err)
 	newInbox := func(c cache.Cache) *middleware.Inbox {
-		cfg := middleware.InboxConfig{DB: s.Beginner, Dialect: s.Dialect, Namespace: "billing", Hooks: h}
+		cfg := middleware.InboxConfig{Dialect: s.Dialect, Namespace: "billing", Hooks: h}
 		if c != nil {
 			cfg.Cache = c
 		}
-		in, err := middleware.NewInbox(cfg, nil)
+		in, err := middleware.NewInbox(s.Beginner, cfg, nil)
 		require.NoError(t, err)
 		return in
 	}

@@ -27,7 +27,7 @@ func TestPoisonHooks(t *testing.T) {
 	_, err = metrics.NewPoisonHooks(reg)
 	require.Error(t, err, "one PoisonHooks per registry")
 
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect,
+	poison, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect,
 		OnParked: h.OnParked, OnStoreFailed: h.OnStoreFailed, OnNacked: h.OnNacked}, nil)
 	require.NoError(t, err)
 	failing := poison.Middleware(func(*message.Message) ([]*message.Message, error) {
@@ -74,7 +74,7 @@ func TestDLQActionHooks(t *testing.T) {
 	require.Error(t, err, "one DLQActionHooks per registry")
 
 	// Park two messages, then act on them through a Store.
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect}, watermill.NopLogger{})
+	poison, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect}, watermill.NopLogger{})
 	require.NoError(t, err)
 	failing := poison.Middleware(func(*message.Message) ([]*message.Message, error) { return nil, errors.New("bad") })
 	for range 2 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -15,6 +14,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/clock"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
+	"github.com/oncebox/watermill-oncebox/internal/lifecycle"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
 
@@ -55,32 +55,45 @@ type InboxCleanerConfig struct {
 
 // InboxCleaner deletes processed ids older than the inbox ttl, in batches,
 // on one instance at a time (the lease "inbox-clean-up" in the jobs table).
-// Its lifecycle is the poller's: Run, Running, Close.
+// Its lifecycle is the poller's and the service's (docs/design.md,
+// "Lifecycle"): Run, Running, Close.
 type InboxCleaner struct {
-	db      wsql.Beginner
-	config  InboxCleanerConfig
-	logger  watermill.LoggerAdapter
-	locker  *lease.Locker
-	running chan struct{}
-	closing chan struct{}
-	done    chan struct{}
-
-	mu        sync.Mutex
-	started   bool
-	closeOnce sync.Once
+	db     wsql.Beginner
+	config InboxCleanerConfig
+	logger watermill.LoggerAdapter
+	locker *lease.Locker
+	life   *lifecycle.Lifecycle
 }
 
-// withDefaults fills the defaults of c and lists its problems.
-func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
-	var errs []error
-	if c.Dialect == nil {
-		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
-	}
+// withDefaults returns c with its zero fields set to their defaults.
+func (c InboxCleanerConfig) withDefaults() InboxCleanerConfig {
 	if c.CleanUp.TTL == 0 {
 		c.CleanUp.TTL = oncebox.DefaultInboxTTL
 	}
 	if c.CleanUp.BatchSize == 0 {
 		c.CleanUp.BatchSize = oncebox.DefaultCleanUpBatchSize
+	}
+	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
+	if c.Lease == 0 {
+		c.Lease = 10 * time.Minute
+	}
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		id, _ := oncebox.NewEventID() // fails only if crypto/rand does, which Go treats as fatal
+		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
+// problems lists what is wrong with c, its defaults filled, one error per
+// field.
+func (c InboxCleanerConfig) problems() []error {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, errors.New("InboxCleanerConfig.Dialect is nil"))
 	}
 	if c.CleanUp.TTL < 0 {
 		errs = append(errs, fmt.Errorf("inbox.clean-up.ttl must be > 0, got %s", c.CleanUp.TTL))
@@ -88,97 +101,63 @@ func (c InboxCleanerConfig) withDefaults() (InboxCleanerConfig, []error) {
 	if c.CleanUp.BatchSize < 0 || c.CleanUp.BatchSize > oncebox.MaxBatchSize {
 		errs = append(errs, fmt.Errorf("inbox.clean-up.batch-size must be between 1 and %d, got %d", oncebox.MaxBatchSize, c.CleanUp.BatchSize))
 	}
-	c.Schedule = c.Schedule.WithDefaults(Schedule{Min: 5 * time.Minute, Max: time.Hour, Multiplier: 2})
 	errs = append(errs, c.Schedule.Validate("InboxCleanerConfig.Schedule"))
-	if c.Lease == 0 {
-		c.Lease = 10 * time.Minute
-	}
 	if c.Lease < 0 {
 		errs = append(errs, fmt.Errorf("InboxCleanerConfig.Lease must be > 0, got %s", c.Lease))
 	}
-	return c, errs
+	return errs
 }
 
 // Validate checks c as NewInboxCleaner does, zero fields taking their
 // defaults; the error names every field at fault and wraps
 // oncebox.ErrInvalidConfig.
 func (c InboxCleanerConfig) Validate() error {
-	_, errs := c.withDefaults()
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(c.withDefaults().problems()...); err != nil {
 		return fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
 	}
 	return nil
 }
 
-// NewInboxCleaner returns an InboxCleaner over db, a pool.
+// NewInboxCleaner returns an InboxCleaner over db, a pool. config is
+// completed with its defaults and validated; the error names every
+// argument and field at fault and wraps oncebox.ErrInvalidConfig.
 func NewInboxCleaner(db wsql.Beginner, config InboxCleanerConfig, logger watermill.LoggerAdapter) (*InboxCleaner, error) {
 	var errs []error
 	if db == nil {
 		errs = append(errs, errors.New("db is nil"))
 	}
-	config, problems := config.withDefaults()
-	if err := errors.Join(append(errs, problems...)...); err != nil {
+	config = config.withDefaults()
+	if err := errors.Join(append(errs, config.problems()...)...); err != nil {
 		return nil, fmt.Errorf("%w: inbox cleaner: %w", oncebox.ErrInvalidConfig, err)
-	}
-	if config.InstanceID == "" {
-		host, _ := os.Hostname()
-		id, err := oncebox.NewEventID()
-		if err != nil {
-			return nil, err
-		}
-		config.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
-	}
-	if config.Clock == nil {
-		config.Clock = clock.Real{}
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
 	return &InboxCleaner{
-		db:      db,
-		config:  config,
-		logger:  logger.With(watermill.LogFields{"component": "oncebox-inbox-cleaner", "instance": config.InstanceID}),
-		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
-		running: make(chan struct{}),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		db:     db,
+		config: config,
+		logger: logger.With(watermill.LogFields{"component": "oncebox-inbox-cleaner", "instance": config.InstanceID}),
+		locker: lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
+		life:   lifecycle.New("inbox cleaner"),
 	}, nil
 }
 
-// Running is closed once Run has started, or has returned (Close before
-// Run): `go c.Run(ctx); <-c.Running()` never hangs.
-func (c *InboxCleaner) Running() chan struct{} { return c.running }
+// Running is closed once Run has started, or has returned, or Close was
+// called before Run: `go c.Run(ctx); <-c.Running()` never hangs.
+func (c *InboxCleaner) Running() chan struct{} { return c.life.Running() }
 
 // Run cleans on the schedule until ctx ends or Close is called, then returns
-// nil. After Close it returns oncebox.ErrClosed at once, without cleaning.
-// It may be called once.
+// nil. Run after Close, or with ctx already done, returns nil at once
+// without cleaning; Close before Run closes Running; a second Run returns
+// an error; Close may be called any number of times, from any goroutine,
+// and waits for Run to return (the lifecycle of every long-running type:
+// docs/design.md, "Lifecycle").
 func (c *InboxCleaner) Run(ctx context.Context) error {
-	c.mu.Lock()
-	if c.started {
-		c.mu.Unlock()
-		return errors.New("oncebox: inbox cleaner: Run called twice")
-	}
-	c.started = true
-	c.mu.Unlock()
-	defer close(c.done)
-	// Running is closed however Run ends.
-	var runningOnce sync.Once
-	markRunning := func() { runningOnce.Do(func() { close(c.running) }) }
-	defer markRunning()
-	select {
-	case <-c.closing:
-		return oncebox.ErrClosed
-	default:
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-c.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	return c.life.Run(ctx, c.run)
+}
+
+// run is Run's work; markRunning closes Running.
+func (c *InboxCleaner) run(ctx context.Context, markRunning func()) error {
 	markRunning()
 	cfg := c.config.CleanUp
 	pacing.RunJob(ctx, c.config.Clock, c.config.Schedule, nil, func(ctx context.Context) JobResult {
@@ -201,14 +180,9 @@ func (c *InboxCleaner) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the cleaner and waits for Run to return.
+// Close stops the cleaner and waits for Run to return. It is safe to call
+// more than once, from any goroutine, and before Run. It returns nil.
 func (c *InboxCleaner) Close() error {
-	c.closeOnce.Do(func() { close(c.closing) })
-	c.mu.Lock()
-	started := c.started
-	c.mu.Unlock()
-	if started {
-		<-c.done
-	}
+	c.life.Close()
 	return nil
 }

@@ -15,9 +15,9 @@ func TestConfigsValidateNamingTheField(t *testing.T) {
 		cfg  interface{ Validate() error }
 		want []string
 	}{
-		{middleware.InboxConfig{HandlerNamespaces: map[string]string{"": "a"}}, []string{"InboxConfig.DB is nil", "InboxConfig.Dialect is nil",
+		{middleware.InboxConfig{HandlerNamespaces: map[string]string{"": "a"}}, []string{"InboxConfig.Dialect is nil",
 			"InboxConfig.HandlerNamespaces has an empty handler name"}},
-		{middleware.PoisonConfig{}, []string{"PoisonConfig.DB is nil", "PoisonConfig.Dialect is nil"}},
+		{middleware.PoisonConfig{}, []string{"PoisonConfig.Dialect is nil"}},
 		{middleware.InboxCleanerConfig{Lease: -1}, []string{"InboxCleanerConfig.Dialect is nil", "InboxCleanerConfig.Lease must be > 0"}},
 	} {
 		err := c.cfg.Validate()

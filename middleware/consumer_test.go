@@ -32,7 +32,7 @@ func failsOnce(t *testing.T, b *bundle) (*counter, message.HandlerFunc) {
 func TestConsumerCommitsOneEffectWhereTheWrongOrderCommitsNone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	retry := oncebox.RetryConfig{MaxRetries: oncebox.Int(2), InitialInterval: time.Millisecond}
 
@@ -130,7 +130,7 @@ END $$;
 CREATE CONSTRAINT TRIGGER fail_first_commit AFTER INSERT ON `+s+`.effects
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION `+s+`.fail_first_commit()`)
 	require.NoError(t, err)
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	retry := oncebox.RetryConfig{MaxRetries: oncebox.Int(2), InitialInterval: time.Millisecond}
 	consumer, err := middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: poison, Inbox: b.inbox(t), Retry: retry}, nil)
@@ -169,7 +169,7 @@ func TestInboxAddedBeforeRetryOnARouterRefusesTheFirstMessage(t *testing.T) {
 	b := setup(t)
 	router, pubSub := newRouter(t)
 	logger := capture()
-	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
+	in, err := middleware.NewInbox(b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect}, logger)
 	require.NoError(t, err)
 	var refused atomic.Int32
 	router.AddMiddleware(func(h message.HandlerFunc) message.HandlerFunc {

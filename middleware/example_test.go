@@ -46,9 +46,9 @@ func Example_order() {
 		panic(err)
 	}
 
-	poison, _ := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: db, Dialect: pg}, nil)
+	poison, _ := middleware.NewPoisonQueue(db, middleware.PoisonConfig{Dialect: pg}, nil)
 	retry := wmw.Retry{MaxRetries: 2, InitialInterval: time.Millisecond, MaxInterval: 4 * time.Millisecond, Multiplier: 2}
-	inbox, _ := middleware.NewInbox(middleware.InboxConfig{DB: db, Dialect: pg}, nil)
+	inbox, _ := middleware.NewInbox(db, middleware.InboxConfig{Dialect: pg}, nil)
 
 	attempts := 0
 	ship := func(msg *message.Message) ([]*message.Message, error) {

@@ -72,7 +72,7 @@ func TestTwoHandlersOnOneTopicEachHandleEveryEventOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		t.Parallel()
 		env := tg.New(t)
-		in, err := middleware.NewInbox(middleware.InboxConfig{DB: env.Beginner, Dialect: env.Dialect}, watermill.NopLogger{})
+		in, err := middleware.NewInbox(env.Beginner, middleware.InboxConfig{Dialect: env.Dialect}, watermill.NopLogger{})
 		require.NoError(t, err)
 		router, pubSub := newRouter(t)
 		router.AddMiddleware(in.Middleware)

@@ -39,11 +39,11 @@ func setup(t *testing.T) *bundle {
 
 func (b *bundle) inbox(t *testing.T, mutate ...func(*middleware.InboxConfig)) *middleware.Inbox {
 	t.Helper()
-	cfg := middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}
+	cfg := middleware.InboxConfig{Dialect: b.schema.Dialect}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	in, err := middleware.NewInbox(cfg, watermill.NopLogger{})
+	in, err := middleware.NewInbox(b.schema.Beginner, cfg, watermill.NopLogger{})
 	require.NoError(t, err)
 	return in
 }

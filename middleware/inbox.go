@@ -83,11 +83,8 @@ func KeyEventIDOrUUID(msg *message.Message) string {
 	return msg.UUID
 }
 
-// InboxConfig configures an Inbox.
+// InboxConfig configures an Inbox. The database is NewInbox's argument.
 type InboxConfig struct {
-	// DB is the pool the inbox opens its transactions on
-	// (sql.BeginnerFromPgx, sql.BeginnerFromStdSQL). Required.
-	DB wsql.Beginner
 	// Dialect records the ids (its Inbox role). Required.
 	Dialect dialects.Dialect
 	// Mode is Transactional (default) or NonTransactional.
@@ -199,6 +196,7 @@ func (NopInboxHooks) CacheError(error) {}
 // NewInbox and add Middleware to a router or handler; use it for the
 // subscriber decorator in package subscriber.
 type Inbox struct {
+	db     wsql.Beginner // a pool: each message's transaction is opened on it
 	config InboxConfig
 	d      dialects.Inbox // config.Dialect's role
 	logger watermill.LoggerAdapter
@@ -214,15 +212,41 @@ type Inbox struct {
 	stopped  atomic.Pointer[error] // the misuse that stopped the inbox
 }
 
-// Validate checks c as NewInbox does; the error names every field at fault
-// and wraps oncebox.ErrInvalidConfig.
-func (c InboxConfig) Validate() error {
-	var errs []error
-	if c.DB == nil {
-		errs = append(errs, errors.New("InboxConfig.DB is nil"))
-	} else if _, isTx := c.DB.(interface{ Commit() error }); isTx {
-		errs = append(errs, errors.New("InboxConfig.DB is a transaction; the inbox opens its own on a pool"))
+// withDefaults returns c with its zero fields set to their defaults.
+func (c InboxConfig) withDefaults() InboxConfig {
+	if c.Key == nil {
+		c.Key = KeyFromMetadata(oncebox.HeaderEventID)
 	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.TxOptions == nil && c.Dialect != nil {
+		c.TxOptions = c.Dialect.InboxTxOptions()
+	}
+	if c.Hooks == nil {
+		c.Hooks = NopInboxHooks{}
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	if c.Propagator == nil {
+		c.Propagator = otel.GetTextMapPropagator()
+	}
+	return c
+}
+
+// Validate checks c as NewInbox does, zero fields taking their defaults;
+// the error names every field at fault and wraps oncebox.ErrInvalidConfig.
+func (c InboxConfig) Validate() error {
+	if err := errors.Join(c.problems()...); err != nil {
+		return fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// problems lists what is wrong with c, one error per field.
+func (c InboxConfig) problems() []error {
+	var errs []error
 	if c.Dialect == nil {
 		errs = append(errs, errors.New("InboxConfig.Dialect is nil"))
 	}
@@ -240,40 +264,30 @@ func (c InboxConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("InboxConfig.HandlerNamespaces[%q] must be valid UTF-8 of at most %d bytes", handler, MaxKeyLength))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
-	}
-	return nil
+	return errs
 }
 
-// NewInbox validates config and returns an Inbox.
-func NewInbox(config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
-	if err := config.Validate(); err != nil {
-		return nil, err
+// NewInbox returns an Inbox that opens its transactions on db, a pool
+// (sql.BeginnerFromPgx, sql.BeginnerFromStdSQL), not a transaction. config
+// is completed with its defaults and validated; the error names every
+// argument and field at fault and wraps oncebox.ErrInvalidConfig.
+func NewInbox(db wsql.Beginner, config InboxConfig, logger watermill.LoggerAdapter) (*Inbox, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("db is nil"))
+	} else if _, isTx := db.(interface{ Commit() error }); isTx {
+		errs = append(errs, errors.New("db is a transaction; the inbox opens its own on a pool"))
 	}
-	if config.Key == nil {
-		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
+	config = config.withDefaults()
+	if err := errors.Join(append(errs, config.problems()...)...); err != nil {
+		return nil, fmt.Errorf("%w: inbox: %w", oncebox.ErrInvalidConfig, err)
 	}
 	config.HandlerNamespaces = maps.Clone(config.HandlerNamespaces) // the caller's map may change later
-	if config.Clock == nil {
-		config.Clock = clock.Real{}
-	}
-	if config.TxOptions == nil {
-		config.TxOptions = config.Dialect.InboxTxOptions()
-	}
-	if config.Hooks == nil {
-		config.Hooks = NopInboxHooks{}
-	}
-	if config.TracerProvider == nil {
-		config.TracerProvider = otel.GetTracerProvider()
-	}
-	if config.Propagator == nil {
-		config.Propagator = otel.GetTextMapPropagator()
-	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
 	return &Inbox{
+		db:           db,
 		config:       config,
 		d:            config.Dialect,
 		tracer:       config.TracerProvider.Tracer(tracerName),
@@ -406,7 +420,7 @@ func (i *Inbox) process(msg *message.Message, ns, key string, handle func(*messa
 // processInTx records the key and runs handle in one transaction.
 func (i *Inbox) processInTx(msg *message.Message, ns, key string, handle func(*message.Message) error) (duplicate bool, err error) {
 	ctx := msg.Context()
-	tx, err := i.config.DB.BeginTx(ctx, i.config.TxOptions)
+	tx, err := i.db.BeginTx(ctx, i.config.TxOptions)
 	if err != nil {
 		return false, fmt.Errorf("oncebox: inbox: begin: %w", err)
 	}
@@ -441,7 +455,7 @@ func (i *Inbox) processInTx(msg *message.Message, ns, key string, handle func(*m
 
 // processAtMostOnce records and commits the key, then runs handle.
 func (i *Inbox) processAtMostOnce(msg *message.Message, ns, key string, handle func(*message.Message) error) (duplicate bool, err error) {
-	isNew, err := i.record(msg.Context(), i.config.DB, ns, key)
+	isNew, err := i.record(msg.Context(), i.db, ns, key)
 	if err != nil || !isNew {
 		return !isNew && err == nil, err
 	}
@@ -461,7 +475,7 @@ func (i *Inbox) runUnkeyed(msg *message.Message, handle func(*message.Message) e
 		return safeHandle(handle, msg)
 	}
 	ctx := msg.Context()
-	tx, err := i.config.DB.BeginTx(ctx, i.config.TxOptions)
+	tx, err := i.db.BeginTx(ctx, i.config.TxOptions)
 	if err != nil {
 		return fmt.Errorf("oncebox: inbox: begin: %w", err)
 	}

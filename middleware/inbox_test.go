@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +19,7 @@ func TestNonTransactionalIsAtMostOnce(t *testing.T) {
 	c := newCounter()
 	c.fail = func(string, int) error { return errors.New("smtp 451") }
 	logger := capture()
-	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+	in, err := middleware.NewInbox(b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect,
 		Mode: middleware.NonTransactional}, logger)
 	require.NoError(t, err)
 	h := in.Middleware(c.handle(t, b))
@@ -38,7 +39,8 @@ func TestNonTransactionalIsAtMostOnce(t *testing.T) {
 func TestStdSQLTransactionIsReachable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	in := b.inbox(t, func(cfg *middleware.InboxConfig) { cfg.DB = wsqlStd(t, b) })
+	in, err := middleware.NewInbox(wsqlStd(t, b), middleware.InboxConfig{Dialect: b.schema.Dialect}, nil)
+	require.NoError(t, err)
 	key := newKey(t)
 	h := in.Middleware(func(msg *message.Message) ([]*message.Message, error) {
 		tx, ok := middleware.StdTxFromContext(msg.Context())
@@ -48,7 +50,7 @@ func TestStdSQLTransactionIsReachable(t *testing.T) {
 		_, err := tx.ExecContext(msg.Context(), "INSERT INTO "+b.schema.Name+".effects VALUES ($1, 'std')", key)
 		return nil, err
 	})
-	_, err := h(event(key))
+	_, err = h(event(key))
 	require.NoError(t, err)
 	require.Equal(t, 1, b.effects(t, key))
 	_, ok := middleware.TxFromContext(context.Background())
@@ -58,15 +60,18 @@ func TestStdSQLTransactionIsReachable(t *testing.T) {
 func TestNewInboxValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cases := map[string]middleware.InboxConfig{
-		"InboxConfig.DB is nil":      {Dialect: b.schema.Dialect},
-		"InboxConfig.Dialect is nil": {DB: b.schema.Beginner},
-		"neither Transactional":      {DB: b.schema.Beginner, Dialect: b.schema.Dialect, Mode: 7},
-		"HandlerNamespaces[\"ship\"] must be valid UTF-8": {DB: b.schema.Beginner, Dialect: b.schema.Dialect,
-			HandlerNamespaces: map[string]string{"ship": "bad\xff"}},
+	cases := map[string]struct {
+		db  wsql.Beginner
+		cfg middleware.InboxConfig
+	}{
+		"inbox: db is nil":           {nil, middleware.InboxConfig{Dialect: b.schema.Dialect}},
+		"InboxConfig.Dialect is nil": {b.schema.Beginner, middleware.InboxConfig{}},
+		"neither Transactional":      {b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect, Mode: 7}},
+		"HandlerNamespaces[\"ship\"] must be valid UTF-8": {b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect,
+			HandlerNamespaces: map[string]string{"ship": "bad\xff"}}},
 	}
-	for want, cfg := range cases {
-		_, err := middleware.NewInbox(cfg, nil)
+	for want, c := range cases {
+		_, err := middleware.NewInbox(c.db, c.cfg, nil)
 		require.ErrorIs(t, err, oncebox.ErrInvalidConfig, want)
 		require.ErrorContains(t, err, want)
 	}

@@ -48,7 +48,7 @@ func TestPoisonQueueKeepsApartPayloadsUnderOneMessageUUID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
 		t.Parallel()
 		env := tg.New(t)
-		poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: env.Beginner, Dialect: env.Dialect}, capture())
+		poison, err := middleware.NewPoisonQueue(env.Beginner, middleware.PoisonConfig{Dialect: env.Dialect}, capture())
 		require.NoError(t, err)
 		h := poison.Middleware(func(*message.Message) ([]*message.Message, error) {
 			return nil, errors.New("cannot parse")

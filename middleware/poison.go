@@ -20,11 +20,9 @@ import (
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
-// PoisonConfig configures a PoisonQueue.
+// PoisonConfig configures a PoisonQueue. The database is NewPoisonQueue's
+// argument.
 type PoisonConfig struct {
-	// DB is where the DLQ rows are written, in their own statement (the
-	// handler's transaction, if any, has rolled back). Required.
-	DB wsql.ContextExecutor
 	// Dialect stores the rows (its Inbox role). Required.
 	Dialect dialects.Dialect
 	// Key returns the message's event id. Default: the oncebox_event_id
@@ -60,45 +58,63 @@ type PoisonConfig struct {
 // consumer) and acks them, so that one bad message stops blocking the
 // subscription. An operator retries, resolves or deletes them later.
 type PoisonQueue struct {
+	db     wsql.ContextExecutor // where the DLQ rows are written
 	config PoisonConfig
 	d      dialects.Inbox // config.Dialect's role
 	logger watermill.LoggerAdapter
 }
 
-// Validate checks c as NewPoisonQueue does; the error names every field at
-// fault and wraps oncebox.ErrInvalidConfig.
+// withDefaults returns c with its zero fields set to their defaults.
+func (c PoisonConfig) withDefaults() PoisonConfig {
+	if c.Key == nil {
+		c.Key = KeyFromMetadata(oncebox.HeaderEventID)
+	}
+	if c.ShouldPoison == nil {
+		c.ShouldPoison = func(err error) bool { return !registry.IsTransient(err) }
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
+// Validate checks c as NewPoisonQueue does, zero fields taking their
+// defaults; the error names every field at fault and wraps
+// oncebox.ErrInvalidConfig.
 func (c PoisonConfig) Validate() error {
-	var errs []error
-	if c.DB == nil {
-		errs = append(errs, errors.New("PoisonConfig.DB is nil"))
-	}
-	if c.Dialect == nil {
-		errs = append(errs, errors.New("PoisonConfig.Dialect is nil"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(c.problems()...); err != nil {
 		return fmt.Errorf("%w: poison queue: %w", oncebox.ErrInvalidConfig, err)
 	}
 	return nil
 }
 
-// NewPoisonQueue validates config and returns a PoisonQueue.
-func NewPoisonQueue(config PoisonConfig, logger watermill.LoggerAdapter) (*PoisonQueue, error) {
-	if err := config.Validate(); err != nil {
-		return nil, err
+// problems lists what is wrong with c, one error per field.
+func (c PoisonConfig) problems() []error {
+	var errs []error
+	if c.Dialect == nil {
+		errs = append(errs, errors.New("PoisonConfig.Dialect is nil"))
 	}
-	if config.Key == nil {
-		config.Key = KeyFromMetadata(oncebox.HeaderEventID)
+	return errs
+}
+
+// NewPoisonQueue returns a PoisonQueue that writes the DLQ rows through db,
+// each in its own statement (the handler's transaction, if any, has rolled
+// back). config is completed with its defaults and validated; the error
+// names every argument and field at fault and wraps
+// oncebox.ErrInvalidConfig.
+func NewPoisonQueue(db wsql.ContextExecutor, config PoisonConfig, logger watermill.LoggerAdapter) (*PoisonQueue, error) {
+	var errs []error
+	if db == nil {
+		errs = append(errs, errors.New("db is nil"))
 	}
-	if config.ShouldPoison == nil {
-		config.ShouldPoison = func(err error) bool { return !registry.IsTransient(err) }
-	}
-	if config.Clock == nil {
-		config.Clock = clock.Real{}
+	config = config.withDefaults()
+	if err := errors.Join(append(errs, config.problems()...)...); err != nil {
+		return nil, fmt.Errorf("%w: poison queue: %w", oncebox.ErrInvalidConfig, err)
 	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
-	return &PoisonQueue{config: config, d: config.Dialect, logger: logger.With(watermill.LogFields{"component": "oncebox-poison-queue"})}, nil
+	return &PoisonQueue{db: db, config: config, d: config.Dialect, logger: logger.With(watermill.LogFields{"component": "oncebox-poison-queue"})}, nil
 }
 
 // Middleware is the router middleware. On a handler error it stores the
@@ -207,7 +223,7 @@ func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 // payload nowhere, so it is stored apart, keyed by its message UUID like a
 // message without an event id, and the collision is logged.
 func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error {
-	stored, found, err := p.d.PoisonPayload(ctx, p.config.DB, *row.EventID, row.HandlerName)
+	stored, found, err := p.d.PoisonPayload(ctx, p.db, *row.EventID, row.HandlerName)
 	if err != nil {
 		return fmt.Errorf("oncebox: poison queue: store message %s: read the DLQ row of event %s: %w", row.MessageUUID, row.EventID, err)
 	}
@@ -235,7 +251,7 @@ func (p *PoisonQueue) keepApart(ctx context.Context, row *dialects.DLQRow) error
 // before.
 func (p *PoisonQueue) keepApartByMessage(ctx context.Context, row *dialects.DLQRow) error {
 	row.ID = messageRowID(row.HandlerName, row.MessageUUID)
-	stored, found, err := p.config.Dialect.DLQGet(ctx, p.config.DB, row.ID)
+	stored, found, err := p.config.Dialect.DLQGet(ctx, p.db, row.ID)
 	if err != nil {
 		return fmt.Errorf("oncebox: poison queue: store message %s: read its DLQ row %s: %w", row.MessageUUID, row.ID, err)
 	}
@@ -280,7 +296,7 @@ func messageRowID(handler, messageUUID string) oncebox.EventID {
 }
 
 func (p *PoisonQueue) exec(ctx context.Context, row dialects.DLQRow) error {
-	if err := p.d.PoisonUpsert(ctx, p.config.DB, row); err != nil {
+	if err := p.d.PoisonUpsert(ctx, p.db, row); err != nil {
 		return fmt.Errorf("oncebox: poison queue: store message %s: %w", row.MessageUUID, err)
 	}
 	return nil

@@ -65,7 +65,7 @@ func TestPoisonQueueHooksAndLogUnderARouter(t *testing.T) {
 	router, pubSub := newRouter(t)
 	calls := &poisonCalls{}
 	logger := capture()
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect,
 		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed}, logger)
 	require.NoError(t, err)
 	router.AddMiddleware(poison.Middleware)
@@ -108,7 +108,7 @@ func TestPoisonQueueStoreFailureHookAndLog(t *testing.T) {
 	b := setup(t)
 	calls := &poisonCalls{}
 	logger := capture()
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect,
 		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed}, logger)
 	require.NoError(t, err)
 	_, err = b.schema.Pool.Exec(context.Background(), "DROP TABLE "+b.schema.Dialect.Tables().DLQ)
@@ -128,7 +128,7 @@ func TestPoisonQueueStoreFailureHookAndLog(t *testing.T) {
 	require.Equal(t, "bad", line.Fields["handler_error"])
 
 	// Without hooks nothing is called and nothing breaks.
-	plain, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	plain, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	_, err = plain.Middleware(func(*message.Message) ([]*message.Message, error) { return nil, errors.New("bad") })(event(newKey(t)))
 	require.Error(t, err)
@@ -151,7 +151,7 @@ func TestPoisonQueueNacksTransientErrorsAndParksTheRest(t *testing.T) {
 	calls := &poisonCalls{}
 	var mu sync.Mutex
 	var nacked []error
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect,
 		OnParked: calls.onParked, OnStoreFailed: calls.onStoreFailed,
 		OnNacked: func(_ string, err error) { mu.Lock(); nacked = append(nacked, err); mu.Unlock() }}, nil)
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func TestPoisonQueueParksFailuresAndTheSubscriptionMovesOn(t *testing.T) {
 	b := setup(t)
 	router, pubSub := newRouter(t)
 
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	c := newCounter()
 	handler := c.handle(t, b)
@@ -125,7 +125,7 @@ func TestPoisonQueueParksFailuresAndTheSubscriptionMovesOn(t *testing.T) {
 func TestPoisonQueueStoreFailureNacks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, nil)
+	poison, err := middleware.NewPoisonQueue(b.schema.Beginner, middleware.PoisonConfig{Dialect: b.schema.Dialect}, nil)
 	require.NoError(t, err)
 	_, err = b.schema.Pool.Exec(context.Background(), "DROP TABLE "+b.schema.Dialect.Tables().DLQ)
 	require.NoError(t, err)
@@ -134,15 +134,17 @@ func TestPoisonQueueStoreFailureNacks(t *testing.T) {
 	require.ErrorContains(t, err, "bad")
 	require.ErrorContains(t, err, "store message", "the store error is returned: the message is nacked, not lost")
 
-	_, err = middleware.NewPoisonQueue(middleware.PoisonConfig{}, nil)
+	_, err = middleware.NewPoisonQueue(nil, middleware.PoisonConfig{}, nil)
 	require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+	require.ErrorContains(t, err, "poison queue: db is nil")
+	require.ErrorContains(t, err, "PoisonConfig.Dialect is nil")
 }
 
 func TestWarnsAboutEarlyAcks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	logger := capture()
-	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
+	in, err := middleware.NewInbox(b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect}, logger)
 	require.NoError(t, err)
 	// The mistake: middleware.InstantAck outside the inbox acks before it runs.
 	h := wmw.InstantAck(in.Middleware(newCounter().handle(t, b)))
@@ -152,7 +154,7 @@ func TestWarnsAboutEarlyAcks(t *testing.T) {
 
 	// The right order logs nothing.
 	logger = capture()
-	in, err = middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect}, logger)
+	in, err = middleware.NewInbox(b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect}, logger)
 	require.NoError(t, err)
 	_, err = in.Middleware(newCounter().handle(t, b))(event(newKey(t)))
 	require.NoError(t, err)
@@ -164,7 +166,7 @@ func TestWarnsAboutTwoHandlersSharingTheInboxForOneTopic(t *testing.T) {
 	b := setup(t)
 	router, pubSub := newRouter(t)
 	logger := capture()
-	in, err := middleware.NewInbox(middleware.InboxConfig{DB: b.schema.Beginner, Dialect: b.schema.Dialect,
+	in, err := middleware.NewInbox(b.schema.Beginner, middleware.InboxConfig{Dialect: b.schema.Dialect,
 		SharedNamespace: true}, logger) // the behaviour before namespaces were per handler
 	require.NoError(t, err)
 

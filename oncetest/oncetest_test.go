@@ -220,7 +220,7 @@ func TestDrainDeliversTheCommittedEventsToTheTestsPublisher(t *testing.T) {
 func TestNewSchemaServesAnInbox(t *testing.T) {
 	t.Parallel()
 	each(t, func(t *testing.T, b *bundle) {
-		inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: b.env.Beginner, Dialect: b.d}, nil)
+		inbox, err := middleware.NewInbox(b.env.Beginner, middleware.InboxConfig{Dialect: b.d}, nil)
 		require.NoError(t, err)
 		handled := 0
 		h := inbox.Middleware(func(msg *message.Message) ([]*message.Message, error) {

@@ -207,48 +207,24 @@ type Schedule = pacing.Schedule
 // and bound. The error names every field at fault and wraps
 // oncebox.ErrInvalidConfig.
 func (c Config) Validate() error {
-	_, _, err := c.withDefaults()
+	_, err := c.withDefaults().validate()
 	return err
 }
 
-// withDefaults fills the defaults and resolves the event types.
-func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
-	if c.Dialect == nil {
-		return c, nil, fmt.Errorf("%w: poller: Config.Dialect is nil", oncebox.ErrInvalidConfig)
+// eventTypes are the configured event types: Oncebox's, else EventTypes.
+func (c Config) eventTypes() []string {
+	if types := c.Oncebox.EventTypes(); len(types) > 0 {
+		return types
 	}
+	return c.EventTypes
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Config) withDefaults() Config {
 	c.Oncebox = c.Oncebox.WithDefaults()
-	if err := c.Oncebox.Validate(); err != nil {
-		return c, nil, err
-	}
-	types := c.Oncebox.EventTypes()
-	if len(types) == 0 {
-		types = c.EventTypes
-	}
-	if len(types) == 0 && c.Oncebox.Outbox.StrictEventTypes {
-		return c, nil, fmt.Errorf("%w: poller: no event types: set Oncebox.Outbox.Events or Config.EventTypes", oncebox.ErrInvalidConfig)
-	}
-	events := make([]oncebox.EventConfig, 0, len(types))
-	seen := map[string]bool{}
-	for _, t := range types {
-		if t == "" || len(t) > oncebox.MaxEventTypeLength {
-			return c, nil, fmt.Errorf("%w: poller: event type %q must be 1 to %d characters", oncebox.ErrInvalidConfig, t, oncebox.MaxEventTypeLength)
-		}
-		if seen[t] {
-			return c, nil, fmt.Errorf("%w: poller: event type %q listed twice", oncebox.ErrInvalidConfig, t)
-		}
-		seen[t] = true
-		ec, err := c.Oncebox.Event(t)
-		if err != nil {
-			return c, nil, err
-		}
-		events = append(events, ec)
-	}
 	if c.InstanceID == "" {
 		host, _ := os.Hostname()
-		id, err := oncebox.NewEventID()
-		if err != nil {
-			return c, nil, err
-		}
+		id, _ := oncebox.NewEventID() // fails only if crypto/rand does, which Go treats as fatal
 		c.InstanceID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), id.String()[24:])
 	}
 	realClock := c.Clock == nil
@@ -267,7 +243,7 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.MaxConcurrentQueries == 0 {
 		// One more for discovery and the loops of the types it finds, which
 		// share it with the configured ones.
-		n := len(events)
+		n := len(c.eventTypes())
 		if !c.Oncebox.Outbox.StrictEventTypes {
 			n++
 		}
@@ -319,6 +295,38 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	if c.JobBatchSize == 0 {
 		c.JobBatchSize = 1000
 	}
+	return c
+}
+
+// validate checks c, its defaults filled, and resolves the event types'
+// settings.
+func (c Config) validate() ([]oncebox.EventConfig, error) {
+	if c.Dialect == nil {
+		return nil, fmt.Errorf("%w: poller: Config.Dialect is nil", oncebox.ErrInvalidConfig)
+	}
+	if err := c.Oncebox.Validate(); err != nil {
+		return nil, err
+	}
+	types := c.eventTypes()
+	if len(types) == 0 && c.Oncebox.Outbox.StrictEventTypes {
+		return nil, fmt.Errorf("%w: poller: no event types: set Oncebox.Outbox.Events or Config.EventTypes", oncebox.ErrInvalidConfig)
+	}
+	events := make([]oncebox.EventConfig, 0, len(types))
+	seen := map[string]bool{}
+	for _, t := range types {
+		if t == "" || len(t) > oncebox.MaxEventTypeLength {
+			return nil, fmt.Errorf("%w: poller: event type %q must be 1 to %d characters", oncebox.ErrInvalidConfig, t, oncebox.MaxEventTypeLength)
+		}
+		if seen[t] {
+			return nil, fmt.Errorf("%w: poller: event type %q listed twice", oncebox.ErrInvalidConfig, t)
+		}
+		seen[t] = true
+		ec, err := c.Oncebox.Event(t)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, ec)
+	}
 	var errs []error
 	if c.CloseTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: poller: CloseTimeout must be > 0, got %s", oncebox.ErrInvalidConfig, c.CloseTimeout))
@@ -356,5 +364,5 @@ func (c Config) withDefaults() (Config, []oncebox.EventConfig, error) {
 	}
 	errs = append(errs, c.OutageBackoff.Validate("poller: OutageBackoff"), c.Recovery.Validate("poller: Recovery"), c.DLQTransfer.Validate("poller: DLQTransfer"),
 		c.DLQRetry.Validate("poller: DLQRetry"), c.CleanUp.Validate("poller: CleanUp"), c.ListenerBackoff.Validate("poller: ListenerBackoff"))
-	return c, events, errors.Join(errs...)
+	return events, errors.Join(errs...)
 }

@@ -17,18 +17,26 @@ func TestMaxConcurrentQueriesFromTheOnceboxConfig(t *testing.T) {
 	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	events := map[string]oncebox.EventSettings{"a": {}, "b": {}}
-	c, _, err := Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Events: events}}}.withDefaults()
+	c, _, err := withDefaultsChecked(Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Events: events}}})
 	require.NoError(t, err)
 	require.Equal(t, 2+3, c.MaxConcurrentQueries, "two types and discovery")
-	c, _, err = Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Events: events,
-		DLQ: oncebox.DLQConfig{Enabled: true}}}}.withDefaults()
+	c, _, err = withDefaultsChecked(Config{Dialect: pg, Oncebox: oncebox.Config{Outbox: oncebox.OutboxConfig{Events: events,
+		DLQ: oncebox.DLQConfig{Enabled: true}}}})
 	require.NoError(t, err)
 	require.Equal(t, 5+3, c.MaxConcurrentQueries, "with the DLQ")
 	yaml := oncebox.Config{MaxConcurrentQueries: 7}
-	c, _, err = Config{Dialect: pg, Oncebox: yaml}.withDefaults()
+	c, _, err = withDefaultsChecked(Config{Dialect: pg, Oncebox: yaml})
 	require.NoError(t, err)
 	require.Equal(t, 7, c.MaxConcurrentQueries)
-	c, _, err = Config{Dialect: pg, Oncebox: yaml, MaxConcurrentQueries: 3}.withDefaults()
+	c, _, err = withDefaultsChecked(Config{Dialect: pg, Oncebox: yaml, MaxConcurrentQueries: 3})
 	require.NoError(t, err)
 	require.Equal(t, 3, c.MaxConcurrentQueries, "the Go field wins")
+}
+
+// withDefaultsChecked is New's path for a config: its defaults, then its
+// checks.
+func withDefaultsChecked(c Config) (Config, []oncebox.EventConfig, error) {
+	c = c.withDefaults()
+	events, err := c.validate()
+	return c, events, err
 }

@@ -14,10 +14,15 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/lease"
+	"github.com/oncebox/watermill-oncebox/internal/lifecycle"
 )
 
 // Poller relays outbox rows to a broker. Build it with New, start it with
-// Run, stop it with Close.
+// Run, stop it with Close. Its Run/Close/Running answer as every
+// long-running type's (docs/design.md, "Lifecycle"): Run after Close or
+// with a done context returns nil at once, Close before Run closes
+// Running, a second Run is an error, Close may be called again and from
+// any goroutine.
 type Poller struct {
 	db     wsql.Beginner
 	logger watermill.LoggerAdapter
@@ -33,16 +38,10 @@ type Poller struct {
 	listener Listener   // nil: polling only (wake.go)
 	wakes    *wakeBoard // routes wake-ups to the loops
 
-	dlqWake  chan struct{} // a poll marked rows FAILED
-	running  chan struct{} // closed once Run has started every loop
-	startErr error         // why Run returned before it ran; set before running is closed
-	closing  chan struct{} // closed by Close
-	done     chan struct{} // closed when Run has returned
-	claims   *claims       // batches in flight, for the heartbeat (heartbeat.go)
-
-	mu        sync.Mutex
-	started   bool
-	closeOnce sync.Once
+	dlqWake chan struct{}        // a poll marked rows FAILED
+	life    *lifecycle.Lifecycle // Run, Close, Running (internal/lifecycle)
+	closing <-chan struct{}      // life.Closing(): closed by Close
+	claims  *claims              // batches in flight, for the heartbeat (heartbeat.go)
 }
 
 // New returns a Poller that reads the outbox through db and publishes to
@@ -59,7 +58,8 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 	if publisherOut == nil {
 		return nil, fmt.Errorf("%w: poller: publisherOut is nil", oncebox.ErrInvalidConfig)
 	}
-	config, events, err := config.withDefaults()
+	config = config.withDefaults()
+	events, err := config.validate()
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +77,10 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 		d:       config.Dialect,
 		locker:  lease.NewLocker(db, config.Dialect, config.InstanceID, config.Clock),
 		dlqWake: make(chan struct{}, 1),
-		running: make(chan struct{}),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		life:    lifecycle.New("poller"),
 		claims:  newClaims(),
 	}
+	p.closing = p.life.Closing()
 	p.conns = &conns{db: db, d: config.Dialect, sem: make(chan struct{}, config.MaxConcurrentQueries), finalize: config.FinalizeTimeout}
 	p.listener, p.wakes = wakeOnCommit(config, db, events)
 	p.stages = &stages{
@@ -97,27 +96,20 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 }
 
 // Running is closed once Run has started every poll loop and job, or has
-// returned (an error at start, or Close before Run): StartErr then says
-// which.
-func (p *Poller) Running() chan struct{} { return p.running }
+// returned (an error at start, a context done at start), or Close was
+// called before Run: StartErr then says which.
+func (p *Poller) Running() chan struct{} { return p.life.Running() }
 
 // StartErr returns, once Running is closed, the error with which Run
-// returned without starting (the start-up checks failed, or Close came
-// first), or nil when the relay runs. Read after <-Running(), it cannot
-// miss Run's fail-fast error, which a select on Run's result after
+// returned without starting (the start-up checks failed), or nil when the
+// relay runs or was stopped before it started. Read after <-Running(), it
+// cannot miss Run's fail-fast error, which a select on Run's result after
 // <-Running() can (Running is closed before Run's caller receives it):
 //
 //	go func() { done <- relay.Run(ctx) }()
 //	<-relay.Running()
 //	if err := relay.StartErr(); err != nil { … }
-func (p *Poller) StartErr() error {
-	select {
-	case <-p.running:
-		return p.startErr
-	default:
-		return nil
-	}
-}
+func (p *Poller) StartErr() error { return p.life.StartErr() }
 
 // Run checks that the database can serve the relay (Dialect.CheckSchema:
 // reachable, migrated, a MySQL DSN with parseTime) and that the relay's
@@ -125,31 +117,19 @@ func (p *Poller) StartErr() error {
 // error if not; then it starts the poll loops and the jobs and blocks until ctx is
 // cancelled or Close is called; then it stops claiming, lets batches in flight finish for
 // up to CloseTimeout, releases what is left and returns. It returns nil on a
-// clean stop. It may be called once.
-func (p *Poller) Run(ctx context.Context) (err error) {
-	p.mu.Lock()
-	if p.started {
-		p.mu.Unlock()
-		return errors.New("oncebox: poller: Run called twice")
-	}
-	p.started = true
-	p.mu.Unlock()
-	defer close(p.done)
-	// Running is closed however Run ends, so that `go p.Run(ctx);
-	// <-p.Running()` never hangs on a Run that returned early.
-	var runningOnce sync.Once
-	markRunning := func() { runningOnce.Do(func() { close(p.running) }) }
-	defer func() {
-		runningOnce.Do(func() {
-			p.startErr = err // Run returns before it ran: StartErr says why
-			close(p.running)
-		})
-	}()
-	select {
-	case <-p.closing:
-		return oncebox.ErrClosed
-	default:
-	}
+// clean stop.
+//
+// The lifecycle is the one of every long-running type of the module
+// (docs/design.md, "Lifecycle"): Run after Close, or with ctx already done,
+// returns nil at once without checking or claiming anything; Close before
+// Run closes Running; a second Run returns an error; Close may be called
+// any number of times, from any goroutine, and waits for Run to return.
+func (p *Poller) Run(ctx context.Context) error {
+	return p.life.Run(ctx, p.run)
+}
+
+// run is Run's work; markRunning closes Running.
+func (p *Poller) run(ctx context.Context, markRunning func()) (err error) {
 	// Fail fast: a database that cannot serve the relay (not reachable, not
 	// migrated, a MySQL DSN without parseTime) is an error from Run, not a
 	// failure logged by every poll forever. Later failures are retried.
@@ -234,15 +214,9 @@ func (p *Poller) Run(ctx context.Context) (err error) {
 }
 
 // Close stops the poller (see Run) and waits for Run to return. It is safe to
-// call more than once and before Run.
+// call more than once, from any goroutine, and before Run. It returns nil.
 func (p *Poller) Close() error {
-	p.closeOnce.Do(func() { close(p.closing) })
-	p.mu.Lock()
-	started := p.started
-	p.mu.Unlock()
-	if started {
-		<-p.done
-	}
+	p.life.Close()
 	return nil
 }
 

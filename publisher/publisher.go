@@ -135,12 +135,22 @@ type Publisher struct {
 
 var _ message.Publisher = (*Publisher)(nil)
 
+// withDefaults returns c with its zero fields set to their defaults. It is
+// cheap: NewPublisher runs it for every transaction.
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
 // Validate checks c, zero fields taking their defaults: the dialect and the
 // oncebox configuration (as oncebox.Config.Validate after WithDefaults). The
 // error names every field at fault and wraps
 // oncebox.ErrInvalidConfig. NewPublisher, which runs for every transaction,
 // checks only the dialect: call Validate once at start-up.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	var errs []error
 	if c.Dialect == nil {
 		errs = append(errs, fmt.Errorf("%w: publisher: Config.Dialect is nil", oncebox.ErrInvalidConfig))
@@ -175,9 +185,7 @@ func NewPublisher(db sql.ContextExecutor, config Config, logger watermill.Logger
 		return nil, fmt.Errorf("%w (got %T; set Config.AllowNonTransactionalDangerously to write outside one)",
 			oncebox.ErrNoTransaction, db)
 	}
-	if config.Clock == nil {
-		config.Clock = clock.Real{}
-	}
+	config = config.withDefaults()
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}

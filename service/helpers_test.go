@@ -166,8 +166,8 @@ func dlqFilterConsumer() dlq.Filter { return dlq.Filter{Source: oncebox.DLQSourc
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
 
-func middlewareInboxConfigWithDB(b *bundle) middleware.InboxConfig {
-	return middleware.InboxConfig{DB: b.Beginner}
+func middlewareInboxConfigWithDialect(b *bundle) middleware.InboxConfig {
+	return middleware.InboxConfig{Dialect: b.Dialect}
 }
 
 // foreignBeginner hides the handle's type, as a wrapper of the caller's

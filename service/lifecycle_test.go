@@ -23,16 +23,35 @@ func TestRunCloseRunningInEveryOrder(t *testing.T) {
 
 	t.Run("Close before Run", func(t *testing.T) {
 		svc := build()
+		ran := false
+		svc.Go(func(context.Context) error { ran = true; return nil })
 		require.NoError(t, svc.Close())
 		<-svc.Running() // closed by Close already
 		require.NoError(t, svc.Run(context.Background()), "Run after Close returns at once")
+		require.False(t, ran, "Run after Close starts nothing")
 		require.NoError(t, svc.Close(), "twice")
+		require.ErrorContains(t, svc.Run(context.Background()), "oncebox: service: Run called twice", "also after Close")
+	})
+	t.Run("context done at start", func(t *testing.T) {
+		e := tg.NewEmpty(t) // not migrated: a Run that started the relay would fail its start-up check
+		schema := e.Tables.Events[:len(e.Tables.Events)-len(".outbox_events")]
+		svc, err := service.New(e.Beginner, config(t, consumerYAML, schema), nil, service.WithRelay(b.broker))
+		require.NoError(t, err)
+		ran := false
+		svc.Go(func(context.Context) error { ran = true; return nil })
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, svc.Run(ctx), "nil at once")
+		<-svc.Running()
+		require.False(t, ran, "Run with a done context starts nothing")
+		require.NoError(t, svc.Close())
 	})
 	t.Run("Run then Close, Close again from many goroutines", func(t *testing.T) {
 		svc := build()
 		errc := make(chan error, 1)
 		go func() { errc <- svc.Run(context.Background()) }()
 		<-svc.Running()
+		require.ErrorContains(t, svc.Run(context.Background()), "oncebox: service: Run called twice", "while it runs")
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() { require.NoError(t, svc.Close()) })
@@ -110,8 +129,8 @@ func TestConfigurationErrorsNameTheKey(t *testing.T) {
 	}
 	t.Run("fields the service sets", func(t *testing.T) {
 		_, err := service.New(b.Beginner, oncebox.Config{}, nil,
-			service.WithInboxConfig(middlewareInboxConfigWithDB(b)))
-		require.ErrorContains(t, err, "WithInboxConfig: DB must be left zero: the service sets it")
+			service.WithInboxConfig(middlewareInboxConfigWithDialect(b)))
+		require.ErrorContains(t, err, "WithInboxConfig: Dialect must be left zero: the service sets it")
 	})
 	t.Run("unknown driver", func(t *testing.T) {
 		_, err := service.New(foreignBeginner{b.Beginner}, oncebox.Config{}, nil)

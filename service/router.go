@@ -39,7 +39,7 @@ func (s *Service) Go(fn func(ctx context.Context) error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.goSealed {
 		panic("oncebox: service: Go called after Run")
 	}
 	s.goFuncs = append(s.goFuncs, fn)

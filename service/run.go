@@ -38,23 +38,28 @@ type runner interface {
 // middleware.ErrRetryInsideInbox), Run stops the others and returns its
 // error; the relay does not
 // start if the router stopped first. A service with nothing to run just
-// waits. Run may be called once; after Close it returns at once.
-func (s *Service) Run(ctx context.Context) (err error) {
+// waits.
+//
+// The lifecycle is the one of every long-running type of the module
+// (docs/design.md, "Lifecycle"): Run after Close, or with ctx already done,
+// returns nil at once and starts nothing (no check, no router, no
+// function given to Go); Close before Run closes Running; a second Run
+// returns an error; Close may be called any number of times, from any
+// goroutine, and waits for Run to return.
+func (s *Service) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.started {
-		s.mu.Unlock()
-		return errors.New("oncebox: service: Run called twice")
-	}
-	s.started = true
+	s.goSealed = true // Go panics from now on
 	goFuncs, goNames, goStopped := s.goFuncs, s.goNames, s.goStopped
 	s.mu.Unlock()
-	defer close(s.done)
-	defer s.markRunning()
-	select {
-	case <-s.closing:
-		return nil
-	default:
-	}
+	return s.life.Run(ctx, func(ctx context.Context, markRunning func()) error {
+		return s.run(ctx, markRunning, goFuncs, goNames, goStopped)
+	})
+}
+
+// run is Run's work, with the functions given to Go; markRunning closes
+// Running. ctx is also cancelled by Close.
+func (s *Service) run(ctx context.Context, markRunning func(), goFuncs []func(context.Context) error, goNames []string,
+	goStopped []chan struct{}) (err error) {
 	for _, w := range s.warnings {
 		// Watermill's logger has no warning level, and an ERROR line with
 		// err=<nil> reads as a bug: the warning is the error.
@@ -65,13 +70,6 @@ func (s *Service) Run(ctx context.Context) (err error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -129,7 +127,7 @@ func (s *Service) Run(ctx context.Context) (err error) {
 		}
 	}
 	if ctx.Err() == nil {
-		s.startRunners(ctx, start, &wg)
+		s.startRunners(ctx, start, &wg, markRunning)
 	}
 	<-ctx.Done()
 	if s.router != nil {
@@ -205,21 +203,12 @@ type BrokerChecker interface {
 }
 
 // checkBroker runs the relay publisher's CheckBroker, if it has one, until
-// Close or ctx stops it.
+// ctx (Run's, which Close cancels) stops it.
 func (s *Service) checkBroker(ctx context.Context) error {
 	bc, ok := s.relayPub.(BrokerChecker)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if err := bc.CheckBroker(ctx); err != nil {
 		return fmt.Errorf("oncebox: service: the relay's broker refused it at start (WithRelay's %T): %w", s.relayPub, err)
 	}
@@ -228,7 +217,8 @@ func (s *Service) checkBroker(ctx context.Context) error {
 
 // startRunners starts the relay and the inbox cleaner with start, and marks
 // the service running once they all run.
-func (s *Service) startRunners(ctx context.Context, start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup) {
+func (s *Service) startRunners(ctx context.Context, start func(func(context.Context) error, chan<- struct{}), wg *sync.WaitGroup,
+	markRunning func()) {
 	var runners []runner
 	if s.relay != nil {
 		runners = append(runners, s.relay)
@@ -248,13 +238,18 @@ func (s *Service) startRunners(ctx context.Context, start func(func(context.Cont
 		for _, r := range runners {
 			<-r.Running()
 		}
-		s.markRunning()
+		markRunning()
 		// A runner that failed at start (the relay's start-up check) closed
-		// its Running too: no "Service running" then. (Its Running closes
-		// just before its Run returns, so a line may still slip out between
-		// the two; Run's error says what happened.)
+		// its Running too: no "Service running" then. Its StartErr is set
+		// before its Running is closed, so the check cannot miss it (Run's
+		// return, the returned channels, comes later).
 		if ctx.Err() != nil {
 			return
+		}
+		for _, r := range runners {
+			if se, ok := r.(interface{ StartErr() error }); ok && se.StartErr() != nil {
+				return
+			}
 		}
 		for _, ch := range returned {
 			select {
@@ -268,12 +263,10 @@ func (s *Service) startRunners(ctx context.Context, start func(func(context.Cont
 	}()
 }
 
-func (s *Service) markRunning() { s.runningOnce.Do(func() { close(s.running) }) }
-
 // Running is closed once Run has started everything, or has returned (an
-// error at start, or Close first): `go svc.Run(ctx); <-svc.Running()` never
-// hangs.
-func (s *Service) Running() chan struct{} { return s.running }
+// error at start, a context done at start), or Close was called before
+// Run: `go svc.Run(ctx); <-svc.Running()` never hangs.
+func (s *Service) Running() chan struct{} { return s.life.Running() }
 
 // Close stops Run (see Run) and waits for it to return. It is safe to call
 // more than once, from any goroutine, and before Run, which then returns at
@@ -283,14 +276,8 @@ func (s *Service) Running() chan struct{} { return s.running }
 // functions given to Go that did not return within the close timeout
 // (WithCloseTimeout); Run's other errors are Run's.
 func (s *Service) Close() error {
-	s.closeOnce.Do(func() { close(s.closing) })
-	s.mu.Lock()
-	started := s.started
-	s.mu.Unlock()
-	if !started {
-		s.markRunning()
-		return nil
-	}
-	<-s.done
+	s.life.Close()
+	// closeErr is written by Run before it returns, and life.Close has
+	// waited for that; before Run, Run will not write it.
 	return s.closeErr
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/registry"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/inprocess"
+	"github.com/oncebox/watermill-oncebox/internal/lifecycle"
 	"github.com/oncebox/watermill-oncebox/middleware"
 	"github.com/oncebox/watermill-oncebox/migrate"
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -54,7 +55,11 @@ var ErrConsumerOff = errors.New("oncebox: service: the consuming side is off: se
 // Service is one service's oncebox: the publisher's configuration, the
 // relay, the consuming side and the DLQ, built from one configuration. Build
 // it with New, run its background work with Run, stop it with Close. It is
-// safe for concurrent use.
+// safe for concurrent use. Its Run/Close/Running answer as every
+// long-running type's (docs/design.md, "Lifecycle"): Run after Close or
+// with a done context returns nil at once, Close before Run closes
+// Running, a second Run is an error, Close may be called again and from
+// any goroutine.
 type Service struct {
 	inboxMode    middleware.InboxMode // the inbox's mode, for the typed handlers (handler.go)
 	db           wsql.Beginner
@@ -80,13 +85,9 @@ type Service struct {
 	closeErr     error                         // the functions given to Go that did not stop in time; set before done is closed
 	misuse       chan error                    // the inbox found Retry inside it (InboxConfig.OnMisuse)
 
-	runningOnce sync.Once
-	running     chan struct{}
-	closing     chan struct{}
-	done        chan struct{}
-	mu          sync.Mutex
-	started     bool
-	closeOnce   sync.Once
+	life     *lifecycle.Lifecycle // Run, Close, Running (internal/lifecycle)
+	mu       sync.Mutex
+	goSealed bool // Run was called: Go panics; guarded by mu
 }
 
 // New builds a Service over db, a pool (sql.BeginnerFromPgx(pool) or
@@ -108,10 +109,13 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// The configuration and the options, each completed with its defaults
+	// and then checked, as every config of the module.
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	o = o.withDefaults()
 	if err := o.validate(cfg); err != nil {
 		return nil, fmt.Errorf("%w: service: %w", oncebox.ErrInvalidConfig, err)
 	}
@@ -119,18 +123,22 @@ func New(db wsql.Beginner, cfg oncebox.Config, logger watermill.LoggerAdapter, o
 	if err != nil {
 		return nil, err
 	}
-	closeTimeout := o.closeTimeout
-	if closeTimeout == 0 {
-		closeTimeout = DefaultCloseTimeout
-	}
-	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: closeTimeout, running: make(chan struct{}), closing: make(chan struct{}),
-		done: make(chan struct{}), misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
+	s := &Service{db: db, cfg: cfg, dialect: d, clock: o.clock, closeTimeout: o.closeTimeout, life: lifecycle.New("service"),
+		misuse: make(chan error, 1), logger: logger.With(watermill.LogFields{"component": "oncebox-service"})}
 	if err := s.build(o, logger); err != nil {
 		return nil, err
 	}
 	s.warnings = startupWarnings(cfg, o)
 	s.relayPub, s.onHandlers = o.relay, o.hooks.OnHandlers
 	return s, nil
+}
+
+// withDefaults returns o with its zero settings set to their defaults.
+func (o options) withDefaults() options {
+	if o.closeTimeout == 0 {
+		o.closeTimeout = DefaultCloseTimeout
+	}
+	return o
 }
 
 // validate refuses the options' fields that the service sets itself, so
@@ -149,14 +157,12 @@ func (o *options) validate(cfg oncebox.Config) error {
 	set("WithRelayConfig", "Clock", r.Clock != nil)
 	set("WithRelayConfig", "TracerProvider and Propagator (use WithTracing)", r.TracerProvider != nil || r.Propagator != nil)
 	i := o.inboxConfig
-	set("WithInboxConfig", "DB", i.DB != nil)
 	set("WithInboxConfig", "Dialect", i.Dialect != nil)
 	set("WithInboxConfig", "Cache (use inbox.cache and WithInboxCache)", i.Cache != nil)
 	set("WithInboxConfig", "Hooks (use WithHooks)", i.Hooks != nil)
 	set("WithInboxConfig", "Clock", i.Clock != nil)
 	set("WithInboxConfig", "TracerProvider and Propagator (use WithTracing)", i.TracerProvider != nil || i.Propagator != nil)
 	p := o.poisonConfig
-	set("WithPoisonConfig", "DB", p.DB != nil)
 	set("WithPoisonConfig", "Dialect", p.Dialect != nil)
 	set("WithPoisonConfig", "Clock", p.Clock != nil)
 	set("WithPoisonConfig", "OnParked, OnNacked and OnStoreFailed (use WithHooks)", p.OnParked != nil || p.OnNacked != nil || p.OnStoreFailed != nil)
@@ -204,7 +210,7 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 	}
 	ic := o.inboxConfig
 	s.inboxMode = ic.Mode
-	ic.DB, ic.Dialect, ic.Hooks, ic.Clock = s.db, d, o.hooks.Inbox, o.clock
+	ic.Dialect, ic.Hooks, ic.Clock = d, o.hooks.Inbox, o.clock
 	ic.TracerProvider, ic.Propagator = o.tracerProvider, o.propagator
 	// A misused inbox (Watermill's Retry inside it) stops the service: Run
 	// returns the error, which names the fix, and closes the router, instead
@@ -224,13 +230,13 @@ func (s *Service) build(o options, logger watermill.LoggerAdapter) error {
 			return err
 		}
 	}
-	if s.inbox, err = middleware.NewInbox(ic, logger); err != nil {
+	if s.inbox, err = middleware.NewInbox(s.db, ic, logger); err != nil {
 		return err
 	}
 	pc := o.poisonConfig
-	pc.DB, pc.Dialect, pc.Clock = s.db, d, o.clock
+	pc.Dialect, pc.Clock = d, o.clock
 	pc.OnParked, pc.OnNacked, pc.OnStoreFailed = o.hooks.OnParked, o.hooks.OnNacked, o.hooks.OnStoreFailed
-	if s.poison, err = middleware.NewPoisonQueue(pc, logger); err != nil {
+	if s.poison, err = middleware.NewPoisonQueue(s.db, pc, logger); err != nil {
 		return err
 	}
 	if s.consumer, err = middleware.NewConsumer(middleware.ConsumerConfig{PoisonQueue: s.poison, Inbox: s.inbox,

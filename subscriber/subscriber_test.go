@@ -42,7 +42,7 @@ func TestInboxSubscriberDropsDuplicatesAndCommitsOnAck(t *testing.T) {
 	require.NoError(t, err)
 
 	pubSub := gochannel.NewGoChannel(gochannel.Config{OutputChannelBuffer: 16}, watermill.NopLogger{})
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: s.Beginner, Dialect: s.Dialect}, nil)
+	inbox, err := middleware.NewInbox(s.Beginner, middleware.InboxConfig{Dialect: s.Dialect}, nil)
 	require.NoError(t, err)
 	sub, err := subscriber.NewInboxSubscriber(pubSub, inbox, nil)
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ func TestRedisCacheLostMidTestStillCorrect(t *testing.T) {
 	rc, err := rediscache.New(client, rediscache.Config{Name: uniqueName(t, rawClient(t)), TTL: time.Minute, Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	hooks := &inboxHooks{}
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: schema.Beginner, Dialect: schema.Dialect, Cache: rc, Hooks: hooks},
+	inbox, err := middleware.NewInbox(schema.Beginner, middleware.InboxConfig{Dialect: schema.Dialect, Cache: rc, Hooks: hooks},
 		watermill.NopLogger{})
 	require.NoError(t, err)
 	runs := map[string]int{} // the handler runs one message at a time here

@@ -125,7 +125,7 @@ func testRelayCountsTheAttemptWhenTheErrorTextIsRefused(t *testing.T, tg Target)
 // never redelivered forever.
 func testPoisonQueueParksMessagesWithUnstorableText(t *testing.T, tg Target) {
 	s := setup(t, tg)
-	pq, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect}, watermill.NopLogger{})
+	pq, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect}, watermill.NopLogger{})
 	require.NoError(t, err)
 	n := 0
 	for name, text := range hostileTexts {
@@ -162,7 +162,7 @@ func testPoisonQueueParksWhenTheErrorTextIsRefused(t *testing.T, tg Target) {
 	s := setup(t, tg)
 	refuseText(t, s, s.Tables.DLQ, "last_error", "unstorable")
 	var failed int
-	pq, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect,
+	pq, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect,
 		OnStoreFailed: func(string, error) { failed++ }}, watermill.NopLogger{})
 	require.NoError(t, err)
 	msg := message.NewMessage(watermill.NewUUID(), []byte("p"))
@@ -185,7 +185,7 @@ func testPoisonQueueParksWhenTheErrorTextIsRefused(t *testing.T, tg Target) {
 // attempt on its row.
 func testPoisonQueueKeepsAMessageWithACollidingEventIDApart(t *testing.T, tg Target) {
 	s := setup(t, tg)
-	pq, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect}, watermill.NopLogger{})
+	pq, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect}, watermill.NopLogger{})
 	require.NoError(t, err)
 	fail := pq.Middleware(func(*message.Message) ([]*message.Message, error) { return nil, errors.New("bad") })
 	eventID := newID(t).String()

@@ -39,11 +39,17 @@ func setupInbox(t *testing.T, tg Target) *inboxSuite {
 
 func (s *inboxSuite) inbox(t *testing.T, mutate ...func(*middleware.InboxConfig)) *middleware.Inbox {
 	t.Helper()
-	cfg := middleware.InboxConfig{DB: s.Beginner, Dialect: s.Dialect}
+	return s.inboxOn(t, s.Beginner, mutate...)
+}
+
+// inboxOn is inbox over db.
+func (s *inboxSuite) inboxOn(t *testing.T, db wsql.Beginner, mutate ...func(*middleware.InboxConfig)) *middleware.Inbox {
+	t.Helper()
+	cfg := middleware.InboxConfig{Dialect: s.Dialect}
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	in, err := middleware.NewInbox(cfg, watermill.NopLogger{})
+	in, err := middleware.NewInbox(db, cfg, watermill.NopLogger{})
 	require.NoError(t, err)
 	return in
 }
@@ -227,7 +233,7 @@ func testInboxConcurrentDuplicatesOnTwoInstances(t *testing.T, tg Target) {
 	}
 	instances := []message.HandlerFunc{
 		s.inbox(t).Middleware(c.handle(s)),
-		s.inbox(t, func(cfg *middleware.InboxConfig) { cfg.DB = other.Beginner }).Middleware(c.handle(s)),
+		s.inboxOn(t, other.Beginner).Middleware(c.handle(s)),
 	}
 	for round := range 10 {
 		key := newID(t).String()

@@ -153,7 +153,7 @@ func testInboxMisusedWithoutAPoisonQueueDoesNotSpin(t *testing.T, tg Target) {
 // the message stays in the broker for after the fix.
 func testConsumerFindsARetryAddedInsideIt(t *testing.T, tg Target) {
 	s := setupInbox(t, tg)
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect}, nil)
+	poison, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect}, nil)
 	require.NoError(t, err)
 	misuse := make(chan error, 1)
 	in := s.inbox(t, func(cfg *middleware.InboxConfig) { cfg.OnMisuse = func(err error) { misuse <- err } })

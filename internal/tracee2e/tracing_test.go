@@ -77,7 +77,7 @@ func TestOneTraceFromRequestToHandler(t *testing.T) {
 	reqSpan.End()
 
 	// The consumer: the inbox, and a handler that starts its own span.
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: wsql.BeginnerFromPgx(schema.Pool), Dialect: schema.Dialect,
+	inbox, err := middleware.NewInbox(wsql.BeginnerFromPgx(schema.Pool), middleware.InboxConfig{Dialect: schema.Dialect,
 		Namespace: "billing", TracerProvider: tp, Propagator: prop}, nil)
 	require.NoError(t, err)
 	handled := 0

@@ -70,9 +70,9 @@ func TestMetricsAcrossPublishRelayConsumeDuplicateFailureDLQ(t *testing.T) {
 
 	sub, err := kafkawm.NewSubscriber(kafka.RecommendedSubscriberConfig(brokers, "metrics-e2e"), watermill.NopLogger{})
 	require.NoError(t, err)
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{DB: s.Beginner, Dialect: s.Dialect, Hooks: inboxHooks}, nil)
+	inbox, err := middleware.NewInbox(s.Beginner, middleware.InboxConfig{Dialect: s.Dialect, Hooks: inboxHooks}, nil)
 	require.NoError(t, err)
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{DB: s.Beginner, Dialect: s.Dialect,
+	poison, err := middleware.NewPoisonQueue(s.Beginner, middleware.PoisonConfig{Dialect: s.Dialect,
 		OnParked: poisonHooks.OnParked, OnStoreFailed: poisonHooks.OnStoreFailed}, nil)
 	require.NoError(t, err)
 	router, err := message.NewRouter(message.RouterConfig{}, watermill.NopLogger{})

@@ -421,8 +421,7 @@ func (a *app) runPrizeSenderService(ctx context.Context) (stop func() error, err
 	if err != nil {
 		return nil, err
 	}
-	inbox, err := middleware.NewInbox(middleware.InboxConfig{
-		DB:      sql.BeginnerFromStdSQL(a.db),
+	inbox, err := middleware.NewInbox(sql.BeginnerFromStdSQL(a.db), middleware.InboxConfig{
 		Dialect: a.dialect,
 		Key:     eventKey,
 		Hooks:   a.record.InboxHooks(),
@@ -434,8 +433,7 @@ func (a *app) runPrizeSenderService(ctx context.Context) (stop func() error, err
 	// failing is parked in the DLQ table and acked, instead of blocking the
 	// subscription), Watermill's Retry, and the inbox innermost, so that
 	// each attempt is a transaction of its own.
-	poison, err := middleware.NewPoisonQueue(middleware.PoisonConfig{
-		DB:      sql.BeginnerFromStdSQL(a.db),
+	poison, err := middleware.NewPoisonQueue(sql.BeginnerFromStdSQL(a.db), middleware.PoisonConfig{
 		Dialect: a.dialect,
 		Key:     eventKey,
 	}, logger)
