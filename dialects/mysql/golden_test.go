@@ -71,7 +71,7 @@ func TestMySQLFeatures(t *testing.T) {
 	d := newMySQL(t, oncebox.TablesConfig{})
 	require.Equal(t, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, d.InboxTxOptions())
 	require.Equal(t, "?", mysql.Database.Placeholder(3))
-	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+	require.Equal(t, 65535/9, d.MaxRowsPerInsert())
 	require.Empty(t, d.SchemaCreateSQL(), "no schema, nothing to create")
 
 	// oncetest's databases: made without IF NOT EXISTS (a test never takes
@@ -115,14 +115,14 @@ func TestMySQLEventsInsertGolden(t *testing.T) {
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
 	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
-		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at, NextRetryAt: at.Add(time.Hour)},
 	})
 	golden.Check(t, "mysql_events_insert.sql", q.SQL+"\n")
 	require.Equal(t, []any{
-		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", atUS,
-		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", atUS,
-	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, times are whole microseconds")
-	require.Equal(t, 16, strings.Count(q.SQL, "?"))
+		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", atUS, atUS,
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", atUS, atUS.Add(time.Hour),
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, times are whole microseconds, a delayed row's next_retry_at is its time")
+	require.Equal(t, 18, strings.Count(q.SQL, "?"))
 
 	// The biggest batch fits the bind parameter limit.
 	rows := make([]dialects.EventRow, d.MaxRowsPerInsert())
