@@ -231,3 +231,13 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 // defaults' 300s and 12s before golden.At.
 var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefore: golden.At.Add(-300 * time.Second),
 	StaleBefore: golden.At.Add(-12 * time.Second), Limit: 1000}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestMySQLNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "mysql_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}

@@ -375,3 +375,13 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 // defaults' 300s and 12s before golden.At.
 var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefore: golden.At.Add(-300 * time.Second),
 	StaleBefore: golden.At.Add(-12 * time.Second), Limit: 1000}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestOracleNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newOracle(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "oracle_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}

@@ -167,3 +167,14 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{p.Now, p.StaleBefore, p.ClaimedBefore, p.Limit}, pg.EventsRecoverStale(p).Args)
 }
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestPostgreSQLNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "postgres_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}

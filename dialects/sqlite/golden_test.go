@@ -240,3 +240,13 @@ func TestSQLiteIsTransient(t *testing.T) {
 		require.Equal(t, c.want, sqlite.IsTransient(c.err), "%v", c.err)
 	}
 }
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestSQLiteNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newDialect(t, oncebox.TablesConfig{})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "sqlite_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}
