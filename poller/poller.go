@@ -296,6 +296,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		// nothing. Counted down, so that the overlap is tried again.
 		noOverlap int
 	)
+	due := nextDue{stale: true} // nextdue.go: idle sleeps end when a row comes due
 	// settle waits for the oldest flight and applies its outcome to the pace.
 	settle := func() {
 		f := flights[0]
@@ -334,10 +335,11 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 				w = nil
 			}
 			var ok bool
-			ok, woken = sleepOrWake(ctx, p.config.Clock, delay, w, nil)
+			ok, woken = sleepOrWake(ctx, p.config.Clock, p.cutToNextDue(ctx, ec, &due, delay), w, nil)
 			if !ok {
 				return
 			}
+			due.stale = due.stale || woken
 			if ok, wait := out.probe(ctx); !ok {
 				delay = wait
 				continue
@@ -383,6 +385,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 			continue
 		}
 		claimed = true
+		due.stale = true // a send may fail and set a retry
 		var prev *flight
 		if len(flights) > 0 {
 			prev = flights[len(flights)-1]
