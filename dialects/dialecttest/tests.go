@@ -12,6 +12,10 @@ var tests = []struct {
 }{
 	{"TestOperationsAreAtomicAtEveryStatement", testOperationsAreAtomicAtEveryStatement},
 	{"TestBacklog", testBacklog},
+	{"TestDelayedEventsAreRelayedAtTheirTime", testDelayedEventsAreRelayedAtTheirTime},
+	{"TestDelayBoundsRefuseTheWholeCall", testDelayBoundsRefuseTheWholeCall},
+	{"TestDelayNewPublisherWrapsTheOutbox", testDelayNewPublisherWrapsTheOutbox},
+	{"TestOrderedDelayedEventHoldsOnlyItsSuccessors", testOrderedDelayedEventHoldsOnlyItsSuccessors},
 	{"TestOutboxCleanUpRunsOnOneInstanceUnderTheLease", testOutboxCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestDLQCleanUpRunsOnOneInstanceUnderTheLease", testDLQCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestInboxCleanUpRunsOnOneInstanceUnderTheLease", testInboxCleanUpRunsOnOneInstanceUnderTheLease},
