@@ -22,7 +22,7 @@ const DefaultMaxDelay = 30 * 24 * time.Hour
 func WithDelay(d time.Duration) MessageOption {
 	return func(m *message.Message) {
 		m.Metadata.Set(delay.DelayedForKey, d.String())
-		m.Metadata.Set(delay.DelayedUntilKey, "") // the publisher's clock decides
+		delete(m.Metadata, delay.DelayedUntilKey) // the publisher's clock decides
 	}
 }
 
