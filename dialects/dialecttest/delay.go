@@ -277,3 +277,36 @@ func testOrderedDelayedEventHoldsOnlyItsSuccessors(t *testing.T, tg Target) {
 	}
 	require.Equal(t, []string{"e1", "e2", "e3"}, k, "key k in publish order: %s", sentOrder())
 }
+
+// A retry takes the delayed event's path: with idle polls an hour apart,
+// the second attempt is made when the clock reaches its next_retry_at
+// (the default backoff's 10 s), not at the next poll.
+func testRetryIsSentAtItsTime(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	s.publish(t, s.clock, "retried", 1)
+	var mu sync.Mutex
+	var attempts []time.Time
+	rec := newRecorder()
+	rec.fn = func(string, []*message.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts = append(attempts, s.clock.Now())
+		if len(attempts) == 1 {
+			return fmt.Errorf("schema registry says no")
+		}
+		return nil
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(attempts) }
+	s.startPoller(t, nil, rec, s.slowPace("retried"))
+	eventually(t, "the first attempt", func() bool { return count() == 1 })
+	eventually(t, "the retry recorded", func() bool { return s.Count(t, s.Tables.Events, "retry_count = 1") == 1 })
+	require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
+	s.clock.Advance(10*time.Second - time.Millisecond)
+	require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
+	require.Equal(t, 1, count(), "not before its time")
+	s.clock.Advance(time.Millisecond)
+	eventually(t, "the retry at its time", func() bool { return count() == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 10*time.Second, attempts[1].Sub(attempts[0]))
+}

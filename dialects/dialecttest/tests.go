@@ -16,6 +16,7 @@ var tests = []struct {
 	{"TestDelayBoundsRefuseTheWholeCall", testDelayBoundsRefuseTheWholeCall},
 	{"TestDelayNewPublisherWrapsTheOutbox", testDelayNewPublisherWrapsTheOutbox},
 	{"TestOrderedDelayedEventHoldsOnlyItsSuccessors", testOrderedDelayedEventHoldsOnlyItsSuccessors},
+	{"TestRetryIsSentAtItsTime", testRetryIsSentAtItsTime},
 	{"TestOutboxCleanUpRunsOnOneInstanceUnderTheLease", testOutboxCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestDLQCleanUpRunsOnOneInstanceUnderTheLease", testDLQCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestInboxCleanUpRunsOnOneInstanceUnderTheLease", testInboxCleanUpRunsOnOneInstanceUnderTheLease},
