@@ -172,7 +172,7 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 	return out, nil
 }
 
-// eventsNextDue is NextDue's statement: the first entry after now of the
+// eventsNextDue is NextDue's statement: the first entry later than after of the
 // type's range of the claim index (status, event_type, next_retry_at), one
 // index probe however many rows wait.
 func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {

@@ -165,7 +165,7 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 	return out, nil
 }
 
-// eventsNextDue is NextDue's statement: the first entry after now of the
+// eventsNextDue is NextDue's statement: the first entry later than after of the
 // type's range of the claim index outbox_events_due_idx (status,
 // event_type, next_retry_at, id), read in order under ROWNUM, one index
 // probe however many rows wait.

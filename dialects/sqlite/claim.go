@@ -217,7 +217,7 @@ func queryClaimed(ctx context.Context, db wsql.ContextExecutor, q dialects.Query
 	return out, sqlkit.RowsErr(rows)
 }
 
-// eventsNextDue is NextDue's statement: the first entry after now of the
+// eventsNextDue is NextDue's statement: the first entry later than after of the
 // type's range of the claim index (event_type, next_retry_at, id) WHERE
 // status = 'PENDING', one index probe however many rows wait.
 func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {
