@@ -10,37 +10,53 @@ import (
 )
 
 // nextDue is what a type's poll loop knows of the earliest row of the type
-// that is not due yet (a retry, a delayed event: docs/delay.md), so that an
-// idle sleep ends when that row comes due instead of up to max-fixed-delay
-// later. It is read again (one index probe, dialects.NextDueReader) only
-// when it may have changed: at the first sleep, after a claim that took
-// rows (a failed send sets a retry), after a wake-up (a commit of this
-// type, which may have written a delayed row), and once the known time has
-// come. An idle type with nothing waiting reads it once, not at every poll.
+// that came or comes due after its last claim (a retry, a delayed event:
+// docs/delay.md), so that an idle sleep ends when that row comes due
+// instead of up to max-fixed-delay later. It is read again (one index
+// probe, dialects.NextDueReader) only when it may have changed: at the
+// first sleep, after a claim that took rows (a failed send sets a retry),
+// after a wake-up (a commit of this type, which may have written a delayed
+// row), and once the known time has come. An idle type with nothing
+// waiting reads it once, not at every poll.
 type nextDue struct {
 	stale bool
 	known bool
 	at    time.Time
+	// since is the clock's time when the last claim began: a row due at or
+	// before it was offered to that claim (and not taken: its key held,
+	// locked by another instance, past the batch), so it does not cut the
+	// sleep; a row due after it, even one due already, does.
+	since time.Time
 }
 
-// cut returns delay, shortened to end when the type's next row comes due.
-// A failed read leaves delay as it is (the claim reports the database's
-// failures) and is tried again at the next sleep.
+// claiming records the start of a claim at now.
+func (n *nextDue) claiming(now time.Time) { n.since = now }
+
+// cutToNextDue returns delay, shortened to end when the type's next row
+// comes due: zero when one came due since the last claim. A failed read
+// leaves delay as it is (the claim reports the database's failures) and is
+// tried again at the next sleep.
 func (p *Poller) cutToNextDue(ctx context.Context, ec oncebox.EventConfig, n *nextDue, delay time.Duration) time.Duration {
 	r, ok := p.d.(dialects.NextDueReader)
 	if !ok || delay <= 0 {
 		return delay
 	}
-	now := p.config.Clock.Now().UTC()
-	if n.known && !n.at.After(now) {
-		n.stale = true
+	if n.known && !n.at.After(p.config.Clock.Now()) {
+		// Its time came while the loop was busy: claim now, and read
+		// the next one after that claim.
+		n.known, n.stale = false, true
+		return 0
 	}
 	if n.stale {
+		since := n.since
+		if since.IsZero() {
+			since = p.config.Clock.Now()
+		}
 		var at time.Time
 		var found bool
 		err := p.withConn(ctx, func() error {
 			var err error
-			at, found, err = r.NextDue(ctx, p.db, ec.EventType, now)
+			at, found, err = r.NextDue(ctx, p.db, ec.EventType, since.UTC())
 			return err
 		})
 		if err != nil {
@@ -52,7 +68,9 @@ func (p *Poller) cutToNextDue(ctx context.Context, ec oncebox.EventConfig, n *ne
 		n.stale, n.known, n.at = false, found, at
 	}
 	if n.known {
-		delay = min(delay, max(n.at.Sub(now), 0))
+		// The clock is read after the probe: the sleep ends at n.at
+		// however long the probe took.
+		delay = min(delay, max(n.at.Sub(p.config.Clock.Now()), 0))
 	}
 	return delay
 }

@@ -361,6 +361,7 @@ func (p *Poller) pollLoop(ctx context.Context, ec oncebox.EventConfig, untilIdle
 		}
 		flying := len(flights) > 0
 		settled = false
+		due.claiming(p.config.Clock.Now())
 		b, err := p.claimBatch(ec)
 		if ec.Ordered() && flying && err == nil && len(b.events) == 0 {
 			noOverlap = orderedNoOverlap
