@@ -76,7 +76,17 @@ func testDelayedEventsAreRelayedAtTheirTime(t *testing.T, tg Target) {
 	require.True(t, s.dueAt(t, plain, now), "no delay")
 	require.True(t, s.dueAt(t, at, now.Add(7*time.Minute+500*time.Millisecond)), "WithDeliverAt, to the millisecond")
 
+	var mu sync.Mutex
+	sentAt := map[string]time.Time{} // payload -> the fake clock's time at the send
 	rec := newRecorder()
+	rec.fn = func(_ string, msgs []*message.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			sentAt[string(m.Payload)] = s.clock.Now()
+		}
+		return nil
+	}
 	h := &hooks{}
 	pc := s.slowPace("delayed")
 	pc.Hooks = h
@@ -113,6 +123,11 @@ func testDelayedEventsAreRelayedAtTheirTime(t *testing.T, tg Target) {
 	eventually(t, "the 10 min event at its time", func() bool { return len(rec.of(idOf(t, until))) == 1 })
 	eventually(t, "all PROCESSED", func() bool { return s.status(t, "PROCESSED") == 5 })
 
+	mu.Lock()
+	require.Equal(t, map[string]time.Time{"past": now, "plain": now, "for": now.Add(5 * time.Minute),
+		"at": now.Add(7*time.Minute + 500*time.Millisecond), "until": now.Add(10 * time.Minute)}, sentAt,
+		"each sent when the fake clock reached its time")
+	mu.Unlock()
 	got := rec.of(idOf(t, until))[0].msg.Metadata
 	require.Equal(t, until.Metadata.Get(delay.DelayedUntilKey), got.Get(delay.DelayedUntilKey), "the delay metadata is kept, as watermill-sql keeps it")
 	require.NotEmpty(t, got.Get(delay.DelayedForKey), "delay.Until computes it from the real clock")
