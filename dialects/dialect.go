@@ -116,6 +116,9 @@ type EventRow struct {
 	Payload     []byte
 	Metadata    string // a JSON object of string values
 	CreatedAt   time.Time
+	// NextRetryAt is when the row is first due: a delayed event's requested
+	// time (docs/delay.md). The zero value means CreatedAt.
+	NextRetryAt time.Time
 }
 
 // NotifyChannel returns the PostgreSQL notification channel of the tables t:

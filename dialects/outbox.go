@@ -15,7 +15,7 @@ type OutboxWriter interface {
 	// InsertEvents inserts rows into the outbox table through db, the
 	// caller's transaction: in one statement, or in several, in order, when
 	// rows are more than one statement of the database takes (its limit on
-	// bind parameters: 8,191 rows on PostgreSQL and MySQL, 83 on Oracle).
+	// bind parameters: 7,281 rows on PostgreSQL and MySQL, 83 on Oracle).
 	// A statement that inserted another number of rows than it was given
 	// fails it with an *InsertCountError (a driver that cannot count the
 	// rows is taken at its word).

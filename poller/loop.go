@@ -31,7 +31,7 @@ func (s *stages) newLoop(sendCtx context.Context, ec oncebox.EventConfig, untilI
 	return &typeLoop{ec: ec, untilIdle: untilIdle, clock: s.config.Clock, claimer: s.claimer,
 		pipe: startPipeline(sendCtx, ec, s.sender, s.fin, s.config.MaxBatchesInFlight),
 		out:  newOutage(ec.EventType, s.config, s.pub, s.logger), wake: s.wakes.channel(ec.EventType), wakes: s.wakes,
-		logger: s.logger, hooks: s.config.Hooks, pace: newPace(ec.Polling)}
+		logger: s.logger, hooks: s.config.Hooks, pace: newPace(ec.Polling), due: nextDue{stale: true}}
 }
 
 // typeLoop is the loop of one event type: claim, hand the batch to the
@@ -81,7 +81,8 @@ type typeLoop struct {
 	// all): such a claim costs the database a window's read for nothing.
 	// Counted down, so that the overlap is tried again.
 	noOverlap int
-	claimed   bool // a claim of this loop found events
+	claimed   bool    // a claim of this loop found events
+	due       nextDue // nextdue.go: idle sleeps end when a row comes due
 }
 
 // orderedNoOverlap is how many claims of an ordered type wait for the
@@ -104,10 +105,11 @@ func (l *typeLoop) run(ctx context.Context) (claimed bool) {
 				w = nil
 			}
 			var ok bool
-			ok, l.woken = sleepOrWake(ctx, l.clock, l.delay, w, nil)
+			ok, l.woken = sleepOrWake(ctx, l.clock, l.cutToNextDue(ctx, l.delay), w, nil)
 			if !ok {
 				return l.claimed
 			}
+			l.due.stale = l.due.stale || l.woken
 			if ok, wait := l.out.probe(ctx); !ok {
 				l.delay, l.pace = l.pace.next(pollOutcome{probed: true, backoff: wait})
 				continue
@@ -139,6 +141,7 @@ func (l *typeLoop) run(ctx context.Context) (claimed bool) {
 func (l *typeLoop) claim(ctx context.Context) bool {
 	flying := l.pipe.held > 0
 	l.busySince = false
+	l.due.claiming(l.clock.Now())
 	b, err := l.claimer.claimBatch(l.ec)
 	if l.ec.Ordered() && flying && err == nil && len(b.events) == 0 {
 		l.noOverlap = orderedNoOverlap
@@ -154,6 +157,7 @@ func (l *typeLoop) claim(ctx context.Context) bool {
 		return false
 	}
 	l.claimed = true
+	l.due.stale = true // a send may fail and set a retry
 	l.pipe.push(b)
 	// An ordered batch is partial whenever a key's events cannot all be in
 	// it (one event of a key per batch, a hot key's burst): the next claim

@@ -113,6 +113,14 @@ type Config struct {
 	// transaction (that transaction then sends no notification); a
 	// function given here runs as it is. Tests pass a fake reading.
 	WakeQueueUsage func(ctx context.Context, tx sql.ContextExecutor) (float64, error)
+	// MaxDelay is the longest delay a delayed event may ask for (Watermill's
+	// delay metadata, WithDelay, WithDeliverAt; docs/delay.md): an event
+	// due later than MaxDelay after the publisher's clock is refused with
+	// an error naming it and the limit, and nothing of the call is
+	// written. It catches a wrong unit or a date in the wrong year before
+	// a row sits in the outbox for good. Default 30 days (DefaultMaxDelay);
+	// negative is refused by Validate.
+	MaxDelay time.Duration
 }
 
 // Publisher writes messages as outbox rows through the caller's transaction.
@@ -141,6 +149,9 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
 	return c
 }
 
@@ -162,6 +173,10 @@ func (c Config) Validate() error {
 	if c.WakeQueueCheck < 0 {
 		errs = append(errs, fmt.Errorf("%w: publisher: Config.WakeQueueCheck is %v: must not be negative (zero: %v)",
 			oncebox.ErrInvalidConfig, c.WakeQueueCheck, DefaultWakeQueueCheck))
+	}
+	if c.MaxDelay < 0 {
+		errs = append(errs, fmt.Errorf("%w: publisher: Config.MaxDelay is %v: must not be negative (zero: %v)",
+			oncebox.ErrInvalidConfig, c.MaxDelay, DefaultMaxDelay))
 	}
 	if err := c.Oncebox.WithDefaults().Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("publisher: Config.Oncebox: %w", err))
@@ -186,6 +201,9 @@ func NewPublisher(db sql.ContextExecutor, config Config, logger watermill.Logger
 			oncebox.ErrNoTransaction, db)
 	}
 	config = config.withDefaults()
+	if config.MaxDelay < 0 { // refused by Validate, which NewPublisher does not run whole
+		config.MaxDelay = DefaultMaxDelay
+	}
 	if logger == nil {
 		logger = watermill.NopLogger{}
 	}
@@ -218,11 +236,19 @@ func isTx(db sql.ContextExecutor) bool {
 // message already carries are replaced, because a republished message is a
 // new event.
 //
+// A message that carries Watermill's delay metadata (delay.Message with
+// delay.For or delay.Until, or this package's WithDelay and WithDeliverAt)
+// is written with next_retry_at at the requested time, and the relay sends
+// it then, not before; a time in the past means now. The metadata is kept
+// and reaches the broker, as watermill-sql's delayed publisher keeps it
+// (docs/delay.md).
+//
 // Bad input (no messages, a nil message, an empty or oversized topic, an
 // unknown event type, a payload and metadata over outbox.max-payload-size
 // together, metadata that cannot be
-// stored, the reserved metadata key oncebox.HeaderMessageUUID) returns an
-// error naming it and the message, and nothing is written.
+// stored, the reserved metadata key oncebox.HeaderMessageUUID, delay
+// metadata that does not parse, a delay over Config.MaxDelay) returns an
+// error naming it and the message, and nothing of the call is written.
 func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -257,6 +283,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 		if err := p.checkSize(msg); err != nil {
 			return fmt.Errorf("%w: publish to %q: message %d (uuid %q): %v", oncebox.ErrInvalidInput, topic, i, msg.UUID, err)
 		}
+		due, dueMD, err := dueAt(msg, now, p.config.MaxDelay)
+		if err != nil {
+			return errDelay(topic, i, msg, err)
+		}
 		ids[i] = id.String()
 		rows[i] = dialects.EventRow{
 			ID:          id,
@@ -265,8 +295,9 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			Key:         oncebox.Key(msg),
 			MessageUUID: msg.UUID,
 			Payload:     msg.Payload,
-			Metadata:    metadata.Encode(msg.Metadata, p.traceHeaders(msg, oncebox.HeaderEventID, ids[i], oncebox.HeaderEventType, topic)...),
+			Metadata:    metadata.Encode(msg.Metadata, p.traceHeaders(msg, append(dueMD, oncebox.HeaderEventID, ids[i], oncebox.HeaderEventType, topic)...)...),
 			CreatedAt:   now,
+			NextRetryAt: due,
 		}
 	}
 

@@ -109,8 +109,8 @@ func testPublisher(t *testing.T, tg Target) {
 	})
 
 	t.Run("many events in one call, split past the rows of one statement, ids increasing", func(t *testing.T) {
-		// One INSERT takes 8,191 rows on PostgreSQL and MySQL (65,535 bind
-		// parameters, eight a row), 83 on Oracle: past them all.
+		// One INSERT takes 7,281 rows on PostgreSQL and MySQL (65,535 bind
+		// parameters, nine a row), 83 on Oracle: past them all.
 		n := 65535/8 + 5
 		msgs := make([]*message.Message, n)
 		for i := range msgs {

@@ -12,6 +12,11 @@ var tests = []struct {
 }{
 	{"TestOperationsAreAtomicAtEveryStatement", testOperationsAreAtomicAtEveryStatement},
 	{"TestBacklog", testBacklog},
+	{"TestDelayedEventsAreRelayedAtTheirTime", testDelayedEventsAreRelayedAtTheirTime},
+	{"TestDelayBoundsRefuseTheWholeCall", testDelayBoundsRefuseTheWholeCall},
+	{"TestDelayNewPublisherWrapsTheOutbox", testDelayNewPublisherWrapsTheOutbox},
+	{"TestOrderedDelayedEventHoldsOnlyItsSuccessors", testOrderedDelayedEventHoldsOnlyItsSuccessors},
+	{"TestRetryIsSentAtItsTime", testRetryIsSentAtItsTime},
 	{"TestOutboxCleanUpRunsOnOneInstanceUnderTheLease", testOutboxCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestDLQCleanUpRunsOnOneInstanceUnderTheLease", testDLQCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestInboxCleanUpRunsOnOneInstanceUnderTheLease", testInboxCleanUpRunsOnOneInstanceUnderTheLease},

@@ -1,6 +1,8 @@
 package mysql
 
 import (
+	"time"
+
 	"context"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -168,4 +170,22 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 		return nil, err
 	}
 	return out, nil
+}
+
+// eventsNextDue is NextDue's statement: the first entry later than after of the
+// type's range of the claim index (status, event_type, next_retry_at), one
+// index probe however many rows wait.
+func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {
+	return dialects.Query{
+		SQL: `SELECT next_retry_at FROM ` + d.tables.Events + `
+ WHERE status = 'PENDING' AND event_type = ? AND next_retry_at > ?
+ ORDER BY next_retry_at
+ LIMIT 1`,
+		Args: []any{eventType, sqlkit.MicroUTC(now)},
+	}
+}
+
+// NextDue implements dialects.NextDueReader.
+func (d *Dialect) NextDue(ctx context.Context, db wsql.ContextExecutor, eventType string, now time.Time) (time.Time, bool, error) {
+	return sqlkit.QueryNextDue(ctx, db, d.eventsNextDue(eventType, now), nil)
 }

@@ -179,3 +179,8 @@ func (d *Dialect) DatabaseNow() dialects.Query { return d.databaseNow() }
 func RelayExec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, error) {
 	return relayTx.Exec(ctx, db, q)
 }
+
+// NextDueSQL exposes NextDue's statement to the golden tests.
+func (d *Dialect) NextDueSQL(eventType string, now time.Time) dialects.Query {
+	return d.eventsNextDue(eventType, now)
+}

@@ -71,7 +71,7 @@ func TestMySQLFeatures(t *testing.T) {
 	d := newMySQL(t, oncebox.TablesConfig{})
 	require.Equal(t, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, d.InboxTxOptions())
 	require.Equal(t, "?", mysql.Database.Placeholder(3))
-	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+	require.Equal(t, 65535/9, d.MaxRowsPerInsert())
 	require.Empty(t, d.SchemaCreateSQL(), "no schema, nothing to create")
 
 	// oncetest's databases: made without IF NOT EXISTS (a test never takes
@@ -115,14 +115,14 @@ func TestMySQLEventsInsertGolden(t *testing.T) {
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
 	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
-		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at, NextRetryAt: at.Add(time.Hour)},
 	})
 	golden.Check(t, "mysql_events_insert.sql", q.SQL+"\n")
 	require.Equal(t, []any{
-		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", atUS,
-		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", atUS,
-	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, times are whole microseconds")
-	require.Equal(t, 16, strings.Count(q.SQL, "?"))
+		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", atUS, atUS,
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", atUS, atUS.Add(time.Hour),
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, times are whole microseconds, a delayed row's next_retry_at is its time")
+	require.Equal(t, 18, strings.Count(q.SQL, "?"))
 
 	// The biggest batch fits the bind parameter limit.
 	rows := make([]dialects.EventRow, d.MaxRowsPerInsert())
@@ -231,3 +231,13 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 // defaults' 300s and 12s before golden.At.
 var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefore: golden.At.Add(-300 * time.Second),
 	StaleBefore: golden.At.Add(-12 * time.Second), Limit: 1000}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestMySQLNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "mysql_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}

@@ -1,6 +1,8 @@
 package oracle
 
 import (
+	"time"
+
 	"context"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -161,4 +163,21 @@ func (d *Dialect) Claim(ctx context.Context, db wsql.Beginner, p dialects.ClaimP
 		return nil, err
 	}
 	return out, nil
+}
+
+// eventsNextDue is NextDue's statement: the first entry later than after of the
+// type's range of the claim index outbox_events_due_idx (status,
+// event_type, next_retry_at, id), read in order under ROWNUM, one index
+// probe however many rows wait.
+func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {
+	var b binder
+	q := claimSQL{}.FirstRows(`SELECT next_retry_at FROM `+d.tables.Events+`
+ WHERE status = 'PENDING' AND event_type = `+b.P(eventType)+` AND next_retry_at > `+b.T(now)+`
+ ORDER BY next_retry_at`, "1")
+	return b.Query(q)
+}
+
+// NextDue implements dialects.NextDueReader.
+func (d *Dialect) NextDue(ctx context.Context, db wsql.ContextExecutor, eventType string, now time.Time) (time.Time, bool, error) {
+	return sqlkit.QueryNextDue(ctx, db, d.eventsNextDue(eventType, now), nil)
 }

@@ -171,3 +171,8 @@ func (d *Dialect) EventsRecoverStale(p dialects.RecoverParams) dialects.Query {
 }
 
 func (d *Dialect) DatabaseNow() dialects.Query { return d.databaseNow() }
+
+// NextDueSQL exposes NextDue's statement to the golden tests.
+func (d *Dialect) NextDueSQL(eventType string, now time.Time) dialects.Query {
+	return d.eventsNextDue(eventType, now)
+}

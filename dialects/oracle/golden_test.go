@@ -98,14 +98,14 @@ func TestOracleEventsInsert(t *testing.T) {
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
 	rows := []dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
-		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at, NextRetryAt: at.Add(time.Hour)},
 	}
 	q := d.EventsInsertSQL(rows)
 	u := at.UTC()
 	require.Equal(t, []any{
 		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", u, u, u,
-		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", u, u, u,
-	}, q.Args, "no key binds NULL; times are bound in UTC, once per use")
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", u.Add(time.Hour), u, u,
+	}, q.Args, "no key binds NULL; times are bound in UTC, once per use; a delayed row's next_retry_at is its time")
 	one := d.EventsInsertSQL(rows[:1])
 	require.True(t, strings.HasPrefix(one.SQL, "INSERT INTO outbox_events"), "one row: a plain INSERT")
 	require.Equal(t, 999/12, d.MaxRowsPerInsert(), "INSERT ALL: at most 999 target columns in all")
@@ -375,3 +375,13 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 // defaults' 300s and 12s before golden.At.
 var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefore: golden.At.Add(-300 * time.Second),
 	StaleBefore: golden.At.Add(-12 * time.Second), Limit: 1000}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestOracleNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newOracle(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "oracle_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
+}

@@ -8,9 +8,9 @@ import (
 )
 
 // oracleInsertParams is the number of bind parameters per row of
-// eventsInsert: eight, and the creation time three times (no placeholder is
-// reused on Oracle).
-const oracleInsertParams = sqlkit.EventInsertParams + 2
+// eventsInsert: seven, the first due time (next_retry_at), and the
+// creation time twice (no placeholder is reused on Oracle).
+const oracleInsertParams = sqlkit.EventInsertParams + 1
 
 // oracleMaxInsertAllColumns is Oracle's limit on the target columns of all
 // the INTO clauses of one multitable insert together (ORA-24335 beyond).
@@ -37,7 +37,7 @@ func (d *Dialect) eventsInsert(rows []dialects.EventRow) dialects.Query {
 		key := sqlkit.Nullable(r.Key)
 		return "(" + b.P(d.EncodeID(r.ID)) + ", " + b.P(r.EventType) + ", " + b.P(r.Topic) + ", " +
 			b.P(key) + ", " + b.P(r.MessageUUID) + ", " + b.P(sqlkit.NonNilBytes(r.Payload)) + ", " +
-			b.P(r.Metadata) + ", 'PENDING', 0, " + b.T(r.CreatedAt) + ", " + b.T(r.CreatedAt) + ", " +
+			b.P(r.Metadata) + ", 'PENDING', 0, " + b.T(sqlkit.DueAt(r)) + ", " + b.T(r.CreatedAt) + ", " +
 			b.T(r.CreatedAt) + ")"
 	}
 	if len(rows) == 1 {

@@ -42,18 +42,18 @@ func TestPostgreSQLEventsInsertGolden(t *testing.T) {
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
 	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
-		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at, NextRetryAt: at.Add(time.Hour)},
 	})
 	golden.Check(t, "postgres_events_insert.sql", q.SQL+"\n")
 	require.Equal(t, []any{
-		id1.String(), "a", "ta", "k", "m1", []byte("p"), "{}", at,
-		id2.String(), "a", "ta", nil, "m2", []byte{}, "{}", at,
-	}, q.Args, "no key binds NULL, a nil payload binds empty bytes")
+		id1.String(), "a", "ta", "k", "m1", []byte("p"), "{}", at, at,
+		id2.String(), "a", "ta", nil, "m2", []byte{}, "{}", at, at.Add(time.Hour),
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, a delayed row's next_retry_at is its time")
 
 	// The one-row statement is built once and reused.
 	one := d.EventsInsertSQL([]dialects.EventRow{{ID: id1, CreatedAt: at}})
 	require.Equal(t, strings.Count(one.SQL, "$"), 10)
-	require.Equal(t, 65535/8, d.MaxRowsPerInsert())
+	require.Equal(t, 65535/9, d.MaxRowsPerInsert())
 }
 
 // The wake-up on commit: pg_notify binds the channel and the payload;
@@ -166,4 +166,15 @@ func TestRecoverStaleBindsEachBoundWhereItIsUsed(t *testing.T) {
 	pg, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
 	require.Equal(t, []any{p.Now, p.StaleBefore, p.ClaimedBefore, p.Limit}, pg.EventsRecoverStale(p).Args)
+}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestPostgreSQLNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.New(oncebox.TablesConfig{})
+	require.NoError(t, err)
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "postgres_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
 }

@@ -8,19 +8,20 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
-// maxRowsPerInsert is the most rows eventsInsert takes: 8,191, bounded by
+// maxRowsPerInsert is the most rows eventsInsert takes: 7,281, bounded by
 // the 65,535 bind parameters of a statement.
 func (d *Dialect) maxRowsPerInsert() int { return postgresMaxBindParams / sqlkit.EventInsertParams }
 
 // eventsInsert is InsertEvents' statement: one multi-row INSERT. Each row
-// takes eight parameters; the creation time is bound once and used for
-// next_retry_at, created_at and updated_at.
+// takes nine parameters; the creation time is bound once and used for
+// created_at and updated_at, the first due time (sqlkit.DueAt: the
+// creation time, or a delayed event's time) for next_retry_at.
 func (d *Dialect) eventsInsert(rows []dialects.EventRow) dialects.Query {
 	args := make([]any, 0, len(rows)*sqlkit.EventInsertParams)
 	for _, r := range rows {
 		key := sqlkit.Nullable(r.Key)
 		args = append(args, d.EncodeID(r.ID), r.EventType, r.Topic, key, r.MessageUUID,
-			sqlkit.NonNilBytes(r.Payload), r.Metadata, r.CreatedAt)
+			sqlkit.NonNilBytes(r.Payload), r.Metadata, r.CreatedAt, sqlkit.DueAt(r))
 	}
 	if len(rows) == 1 && d.insert1 != "" {
 		return dialects.Query{SQL: d.insert1, Args: args}
@@ -46,9 +47,9 @@ func (d *Dialect) eventsInsertSQL(n int) string {
 			b = append(b, ',')
 		}
 		b = append(b, "'PENDING',0"...)
-		for range 3 {
+		for _, k := range [3]int{9, 8, 8} { // next_retry_at, created_at, updated_at
 			b = append(b, ",$"...)
-			b = strconv.AppendInt(b, int64(base+8), 10)
+			b = strconv.AppendInt(b, int64(base+k), 10)
 		}
 		b = append(b, ')')
 	}

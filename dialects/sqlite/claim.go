@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -213,4 +215,23 @@ func queryClaimed(ctx context.Context, db wsql.ContextExecutor, q dialects.Query
 		out = append(out, e)
 	}
 	return out, sqlkit.RowsErr(rows)
+}
+
+// eventsNextDue is NextDue's statement: the first entry later than after of the
+// type's range of the claim index (event_type, next_retry_at, id) WHERE
+// status = 'PENDING', one index probe however many rows wait.
+func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {
+	return dialects.Query{
+		SQL: `SELECT next_retry_at FROM ` + d.tables.Events + `
+ WHERE status = 'PENDING' AND event_type = ?1 AND next_retry_at > ?2
+ ORDER BY next_retry_at
+ LIMIT 1`,
+		Args: []any{eventType, us(now)},
+	}
+}
+
+// NextDue implements dialects.NextDueReader; the time is scanned through
+// microTime, whatever the DSN's time reading.
+func (d *Dialect) NextDue(ctx context.Context, db wsql.ContextExecutor, eventType string, now time.Time) (time.Time, bool, error) {
+	return sqlkit.QueryNextDue(ctx, db, d.eventsNextDue(eventType, now), func(t *time.Time) any { return microTime{t} })
 }

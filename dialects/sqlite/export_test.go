@@ -173,3 +173,8 @@ func (d *Dialect) BacklogSQL() dialects.Query { return d.backlog() }
 func (d *Dialect) EventsListSQL() dialects.Query { return d.eventsList() }
 
 func (d *Dialect) TestSchemaCreateSQL() (dialects.Query, error) { return d.testSchemaCreate() }
+
+// NextDueSQL exposes NextDue's statement to the golden tests.
+func (d *Dialect) NextDueSQL(eventType string, now time.Time) dialects.Query {
+	return d.eventsNextDue(eventType, now)
+}

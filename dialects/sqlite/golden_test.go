@@ -72,14 +72,15 @@ func TestSQLiteEventsInsertGolden(t *testing.T) {
 	id1, id2 := oncebox.EventID{0x01}, oncebox.EventID{0x02}
 	q := d.EventsInsertSQL([]dialects.EventRow{
 		{ID: id1, EventType: "a", Topic: "ta", Key: "k", MessageUUID: "m1", Payload: []byte("p"), Metadata: "{}", CreatedAt: at},
-		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at},
+		{ID: id2, EventType: "a", Topic: "ta", MessageUUID: "m2", Metadata: "{}", CreatedAt: at, NextRetryAt: at.Add(time.Hour)},
 	})
 	golden.Check(t, "sqlite_events_insert.sql", q.SQL+"\n")
 	micros := golden.At.UnixMicro() + 1
+	later := micros + time.Hour.Microseconds()
 	require.Equal(t, []any{
 		id1[:], "a", "ta", "k", "m1", []byte("p"), "{}", micros, micros, micros,
-		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", micros, micros, micros,
-	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, a time its microseconds")
+		id2[:], "a", "ta", nil, "m2", []byte{}, "{}", later, micros, micros,
+	}, q.Args, "no key binds NULL, a nil payload binds empty bytes, a time its microseconds, a delayed row's next_retry_at its time")
 	require.Equal(t, strings.Count(q.SQL, "?"), len(q.Args))
 	require.Equal(t, 32766/10, d.MaxRowsPerInsert())
 }
@@ -239,4 +240,14 @@ func TestSQLiteIsTransient(t *testing.T) {
 	} {
 		require.Equal(t, c.want, sqlite.IsTransient(c.err), "%v", c.err)
 	}
+}
+
+// The relay's read of the next due time (dialects.NextDueReader): one
+// probe of the claim index, binding the type and the time.
+func TestSQLiteNextDueGolden(t *testing.T) {
+	t.Parallel()
+	d := newDialect(t, oncebox.TablesConfig{})
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	golden.Check(t, "sqlite_next_due.sql", q.SQL+"\n")
+	require.Len(t, q.Args, 2)
 }

@@ -23,9 +23,14 @@ import (
 // MySQL/MariaDB materialize the bounded read whole.
 func keyScan(limit int) int { return 10 * limit }
 
-// maxWaitingKeys bounds the rows waiting for a retry (the first to come
-// due) whose keys an ordered claim reads to drop their rows from its
-// window. The set only saves the window's room (a key's rows behind a
+// maxWaitingKeys bounds the rows not due yet (the first to come due)
+// among which an ordered claim finds the rows waiting for a retry
+// (retry_count > 0) whose keys it drops from its window. A row waiting for
+// a retry is its key's head (it was claimed as one), so every row of its
+// key is its successor. A delayed event not attempted yet (retry_count 0,
+// docs/delay.md) need not be: its key's rows before it are due and go, so
+// it does not drop its key; its successors are held by the prefix rule
+// alone (their stop_id is the delayed row, which is not in the window). The set only saves the window's room (a key's rows behind a
 // waiting row are never candidates: its stop_id is the waiting row), so a
 // cut set is safe; the bound keeps it a hashed set in the plan whatever
 // the estimates: read row by row for each row of the window, 50,000
@@ -58,9 +63,10 @@ func OrderedCandidates(c ClaimSQL, t dialects.Tables, b claimBinder, p dialects.
 	ctes = busyCTE(c, t, b, p) + `,
 waiting AS ` + materialized + `(
     SELECT DISTINCT y.partition_key FROM (
-        ` + firstRows(`SELECT x.partition_key FROM `+t.Events+` x
+        ` + firstRows(`SELECT x.partition_key, x.retry_count FROM `+t.Events+` x
          WHERE x.status = 'PENDING' AND x.event_type = `+b.P(p.EventType)+` AND x.next_retry_at > `+b.T(p.Now)+` AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at`, Lit(maxWaitingKeys)) + `) y
+     WHERE y.retry_count > 0
 ),`
 	// blocked (on-failure: block): the rows that hold their key's later
 	// rows (a FAILED row, a DLQ row of the publisher waiting for an

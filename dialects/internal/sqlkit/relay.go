@@ -122,3 +122,27 @@ func (r Relay) EndInstance(ctx context.Context, db wsql.Beginner, instance strin
 func (r Relay) DeleteInstancesBefore(ctx context.Context, db wsql.Beginner, cutoff time.Time) (int64, error) {
 	return r.Single(ctx, db, r.S.InstancesDeleteBefore(cutoff))
 }
+
+// QueryNextDue runs q, a read of at most one row of one time column (a
+// dialect's NextDue statement), and returns the time in UTC, or false when
+// there is no row. scan, when not nil, wraps the destination (a database
+// that stores times as numbers); nil scans into a time.Time.
+func QueryNextDue(ctx context.Context, db wsql.ContextExecutor, q dialects.Query, scan func(*time.Time) any) (time.Time, bool, error) {
+	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return time.Time{}, false, RowsErr(rows)
+	}
+	var at time.Time
+	var dst any = &at
+	if scan != nil {
+		dst = scan(&at)
+	}
+	if err := rows.Scan(dst); err != nil {
+		return time.Time{}, false, err
+	}
+	return at.UTC(), true, RowsErr(rows)
+}

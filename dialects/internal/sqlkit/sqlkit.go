@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/dbtext"
@@ -20,8 +21,19 @@ import (
 const EventInsertColumns = "id, event_type, topic, partition_key, message_uuid, payload, metadata, " +
 	"status, retry_count, next_retry_at, created_at, updated_at"
 
-// EventInsertParams is the number of bind parameters per inserted row.
-const EventInsertParams = 8
+// EventInsertParams is the number of bind parameters per inserted row:
+// the seven values of the row, its creation time and its first due time
+// (next_retry_at, a delayed event's time).
+const EventInsertParams = 9
+
+// DueAt is the next_retry_at of r when inserted: its NextRetryAt, or its
+// creation time when that is zero or earlier (a time in the past is now).
+func DueAt(r dialects.EventRow) time.Time {
+	if r.NextRetryAt.After(r.CreatedAt) {
+		return r.NextRetryAt
+	}
+	return r.CreatedAt
+}
 
 // AdvisoryKey derives the advisory lock key from the migrations table name so
 // that schemas migrated side by side do not wait on each other.

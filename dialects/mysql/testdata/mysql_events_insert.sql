@@ -1,1 +1,1 @@
-INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, status, retry_count, next_retry_at, updated_at) VALUES (?,?,?,?,?,?,?,?,'PENDING',0,created_at,created_at),(?,?,?,?,?,?,?,?,'PENDING',0,created_at,created_at)
+INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, created_at, status, retry_count, next_retry_at, updated_at) VALUES (?,?,?,?,?,?,?,?,'PENDING',0,?,created_at),(?,?,?,?,?,?,?,?,'PENDING',0,?,created_at)

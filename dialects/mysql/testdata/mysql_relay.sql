@@ -42,10 +42,11 @@ WITH busy AS (
 ),
 waiting AS (
     SELECT DISTINCT y.partition_key FROM (
-        SELECT x.partition_key FROM outbox_events x
+        SELECT x.partition_key, x.retry_count FROM outbox_events x
          WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
+     WHERE y.retry_count > 0
 ),
 w AS (
     SELECT r.id, r.partition_key, r.next_retry_at FROM (
@@ -110,10 +111,11 @@ WITH busy AS (
 ),
 waiting AS (
     SELECT DISTINCT y.partition_key FROM (
-        SELECT x.partition_key FROM outbox_events x
+        SELECT x.partition_key, x.retry_count FROM outbox_events x
          WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
+     WHERE y.retry_count > 0
 ),
 blocked AS (
     SELECT bf.partition_key, bf.id FROM (

@@ -136,10 +136,11 @@ WITH busy AS (
 ),
 waiting AS (
     SELECT DISTINCT y.partition_key FROM (
-        SELECT * FROM (SELECT x.partition_key FROM outbox_events x
+        SELECT * FROM (SELECT x.partition_key, x.retry_count FROM outbox_events x
          WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at)
                         WHERE ROWNUM <= 10000) y
+     WHERE y.retry_count > 0
 ),
 w AS (
     SELECT * FROM (SELECT r.id, r.partition_key, r.next_retry_at FROM (
@@ -204,10 +205,11 @@ WITH busy AS (
 ),
 waiting AS (
     SELECT DISTINCT y.partition_key FROM (
-        SELECT * FROM (SELECT x.partition_key FROM outbox_events x
+        SELECT * FROM (SELECT x.partition_key, x.retry_count FROM outbox_events x
          WHERE x.status = 'PENDING' AND x.event_type = :2 AND x.next_retry_at > SYS_EXTRACT_UTC(:3) AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at)
                         WHERE ROWNUM <= 10000) y
+     WHERE y.retry_count > 0
 ),
 blocked AS (
     SELECT bf.partition_key, bf.id FROM (

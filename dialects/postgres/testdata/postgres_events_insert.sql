@@ -1,1 +1,1 @@
-INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,'PENDING',0,$8,$8,$8),($9,$10,$11,$12,$13,$14,$15,'PENDING',0,$16,$16,$16)
+INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, next_retry_at, created_at, updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,'PENDING',0,$9,$8,$8),($10,$11,$12,$13,$14,$15,$16,'PENDING',0,$18,$17,$17)

@@ -21,10 +21,11 @@ WITH busy AS MATERIALIZED (
 ),
 waiting AS MATERIALIZED (
     SELECT DISTINCT y.partition_key FROM (
-        SELECT x.partition_key FROM outbox_events x
+        SELECT x.partition_key, x.retry_count FROM outbox_events x
          WHERE x.status = 'PENDING' AND x.event_type = ? AND x.next_retry_at > ? AND x.partition_key IS NOT NULL
          ORDER BY x.next_retry_at
                         LIMIT 10000) y
+     WHERE y.retry_count > 0
 ),
 blocked AS MATERIALIZED (
     SELECT bf.partition_key, bf.id FROM (
