@@ -44,6 +44,10 @@ type Poller struct {
 	sendCtx  context.Context // cancelled CloseTimeout after closing starts
 	claims   *claims         // batches in flight, for the heartbeat (heartbeat.go)
 
+	// dlqRetryMaxSet: Config.DLQRetry.Max was given, not defaulted
+	// (dlqRetrySchedule).
+	dlqRetryMaxSet bool
+
 	mu        sync.Mutex
 	started   bool
 	closeOnce sync.Once
@@ -63,6 +67,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 	if publisherOut == nil {
 		return nil, fmt.Errorf("%w: poller: publisherOut is nil", oncebox.ErrInvalidConfig)
 	}
+	dlqRetryMaxSet := config.DLQRetry.Max != 0
 	config, events, err := config.withDefaults()
 	if err != nil {
 		return nil, err
@@ -88,6 +93,8 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		claims:  newClaims(),
+
+		dlqRetryMaxSet: dlqRetryMaxSet,
 	}
 	p.listener, p.wakes = p.wakeOnCommit(db, events)
 	warnIfKeysDropped(publisherOut, p.logger)
