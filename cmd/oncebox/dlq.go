@@ -3,9 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
