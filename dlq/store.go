@@ -105,8 +105,10 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 
 // Row is one row of the DLQ table. Times are UTC.
 type Row struct {
-	// ID is the DLQ row's own id: the event id for a publisher row, a new
-	// UUIDv7 for a consumer row.
+	// ID is the DLQ row's own id: the event id for a publisher row; for a
+	// consumer row an id derived from (handler, event id), or from
+	// (handler, message UUID) for a message without an event id. Either
+	// way an event retried and parked again keeps its id.
 	ID oncebox.EventID
 	// EventID is the event's oncebox id, nil for a consumed message without
 	// a usable one.
