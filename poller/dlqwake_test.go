@@ -55,7 +55,8 @@ func TestDLQRetryOnPostgreSQLWakesTheJobAtOnce(t *testing.T) {
 	cfg := b.config("order-created")
 	cfg.Oncebox.Outbox.DLQ.Enabled = true
 	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, nil)
+	rec := newRecorder()
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
 	start(t, p)
 	eventually(t, "listener up", func() bool { ups, _, _ := h.state(); return ups == 1 })
@@ -81,6 +82,9 @@ func TestDLQRetryOnPostgreSQLWakesTheJobAtOnce(t *testing.T) {
 	require.Contains(t, woken, woke("", poller.WokeDLQRetry))
 	_, err = st.Get(context.Background(), id)
 	require.ErrorIs(t, err, dlq.ErrNotFound, "back in the outbox")
+	// The job woke the type's loop (its delay had grown too): the event is
+	// sent without the clock moving.
+	eventually(t, "the retried event is sent", func() bool { return len(rec.deliveries()) == 1 })
 }
 
 // On MariaDB through a *sql.DB opened with package inprocess, a retry in
