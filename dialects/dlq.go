@@ -71,6 +71,14 @@ func (r *DLQRecord) ListScanTargets() []any {
 	return append(r.ScanTargets(), &r.PayloadSize)
 }
 
+// DLQRetryWakePayload is the payload of the notification a DLQ retry sends
+// on the tables' channel (NotifyChannel) in the transaction that sets rows
+// TO_RETRY, to wake the relays' dlq-retry job: empty, which no event type
+// can be (the publisher refuses an empty type), so a relay tells it from
+// the wake-ups of the event types. The in-process hub (package inprocess)
+// carries it alike.
+const DLQRetryWakePayload = ""
+
 // DLQListPayloadBytes is the most payload bytes a row of DLQList carries: a
 // listing is built in memory, and a page of 1,000 rows of megabyte payloads
 // would be a gigabyte. DLQGet reads the whole payload.

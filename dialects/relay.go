@@ -125,6 +125,11 @@ type DLQRow struct {
 	// FailedAt is the time of this failure: first_failed_at of a new row,
 	// last_failed_at always.
 	FailedAt time.Time
+	// Attempts is the number of handler attempts this failure stands for
+	// (the poison queue counts the retries of Watermill's Retry inside
+	// it): retry_count of a new row, added to it on a counted attempt.
+	// Below 1 counts 1.
+	Attempts int
 }
 
 // RecoverParams are the bounds of a recovery (Relay.RecoverStale).

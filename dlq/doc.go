@@ -5,7 +5,9 @@
 // A DLQ row holds an outbox event that exhausted its retries (source
 // publisher) or a consumed message whose handler failed (source consumer).
 // An operator marks rows TO_RETRY, and the relay's job "dlq-retry"
-// (poller.JobDLQRetry) puts them back in the outbox; or RESOLVED, and the
+// (poller.JobDLQRetry) puts them back in the outbox: woken by the retry on
+// PostgreSQL and in one process (package inprocess), else within
+// [UnwokenPickupBound] ([Store.RetryPickup] says which); or RESOLVED, and the
 // clean-up "dlq-clean-up" deletes them after outbox.dlq.clean-up.ttl. The
 // allowed status changes are checked here and in SQL; see [Allowed] and
 // docs/dlq.md.

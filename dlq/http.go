@@ -347,6 +347,9 @@ func (h *handler) setStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if to == oncebox.DLQStatusToRetry {
+		w.Header().Set(PickupHeader, h.store.RetryPickup().Short())
+	}
 	writeJSON(w, http.StatusOK, row)
 	return nil
 }
@@ -381,8 +384,36 @@ func (h *handler) setStatusBulk(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int{"updated": n})
+	if to != oncebox.DLQStatusToRetry {
+		writeJSON(w, http.StatusOK, map[string]int{"updated": n})
+		return nil
+	}
+	pickup := h.store.RetryPickup()
+	w.Header().Set(PickupHeader, pickup.Short())
+	writeJSON(w, http.StatusOK, bulkRetryJSON{Updated: n, Pickup: newPickupJSON(pickup)})
 	return nil
+}
+
+// PickupHeader is the response header of a PATCH that set rows TO_RETRY:
+// "woken" when the relays' dlq-retry job was woken, else "within 10s"
+// (Pickup.Short).
+const PickupHeader = "Oncebox-Retry-Pickup"
+
+// bulkRetryJSON is the body of a PATCH {base}/events to TO_RETRY.
+type bulkRetryJSON struct {
+	Updated int        `json:"updated"`
+	Pickup  pickupJSON `json:"pickup"`
+}
+
+// pickupJSON is a Pickup as the REST API shows it (schema RetryPickup).
+type pickupJSON struct {
+	Woken         bool   `json:"woken"`
+	WithinSeconds int    `json:"within_seconds"`
+	Message       string `json:"message"`
+}
+
+func newPickupJSON(p Pickup) pickupJSON {
+	return pickupJSON{Woken: p.Woken, WithinSeconds: int(p.Within / time.Second), Message: p.String()}
 }
 
 // deleteOne serves DELETE {base}/events/{id}: 204.

@@ -273,6 +273,7 @@ func TestHandlerPatchOne(t *testing.T) {
 	var got map[string]any
 	okJSON(t, resp, body, &got)
 	require.Equal(t, "TO_RETRY", got["status"])
+	require.Equal(t, "woken", resp.Header.Get(dlq.PickupHeader), "a retry says when the relays pick it up")
 	require.Equal(t, oncebox.DLQStatusToRetry, a.status(t, id))
 
 	// The same status again is a no-op.
@@ -352,9 +353,23 @@ func TestHandlerPatchBulk(t *testing.T) {
 	require.Equal(t, oncebox.DLQStatusResolved, a.status(t, ids[0]))
 	require.Equal(t, oncebox.DLQStatusInProcess, a.status(t, busy))
 
+	// A retry says when the relays' dlq-retry job picks the rows up: on
+	// PostgreSQL the retry's transaction woke it.
 	resp, b = a.do(t, http.MethodPatch, "/dlq/events", `{"status":"TO_RETRY","filter":{"event_type":"other"}}`)
-	okJSON(t, resp, b, &got)
-	require.Equal(t, 1, got["updated"])
+	var retried struct {
+		Updated int `json:"updated"`
+		Pickup  struct {
+			Woken         bool   `json:"woken"`
+			WithinSeconds int    `json:"within_seconds"`
+			Message       string `json:"message"`
+		} `json:"pickup"`
+	}
+	okJSON(t, resp, b, &retried)
+	require.Equal(t, 1, retried.Updated)
+	require.True(t, retried.Pickup.Woken)
+	require.Equal(t, 10, retried.Pickup.WithinSeconds)
+	require.Contains(t, retried.Pickup.Message, "woken")
+	require.Equal(t, "woken", resp.Header.Get(dlq.PickupHeader))
 	require.Equal(t, oncebox.DLQStatusToRetry, a.status(t, ids[2]))
 
 	resp, b = a.do(t, http.MethodPatch, "/dlq/events", `{"status":"MOVED","filter":{"status":["RESOLVED","TO_RETRY"]}}`)

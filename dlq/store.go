@@ -61,6 +61,7 @@ func actionOf(to oncebox.DLQStatus) string {
 type Store struct {
 	db       wsql.ContextExecutor
 	d        dialects.DLQStore
+	dialect  dialects.Dialect
 	clock    oncebox.Clock
 	onAction func(action string, n int)
 }
@@ -108,13 +109,15 @@ func NewStore(db wsql.ContextExecutor, config Config) (*Store, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: dlq: %w", oncebox.ErrInvalidConfig, err)
 	}
-	return &Store{db: db, d: config.Dialect, clock: config.Clock, onAction: config.OnAction}, nil
+	return &Store{db: db, d: config.Dialect, dialect: config.Dialect, clock: config.Clock, onAction: config.OnAction}, nil
 }
 
 // Row is one row of the DLQ table. Times are UTC.
 type Row struct {
-	// ID is the DLQ row's own id: the event id for a publisher row, a new
-	// UUIDv7 for a consumer row.
+	// ID is the DLQ row's own id: the event id for a publisher row; for a
+	// consumer row an id derived from (handler, event id), or from
+	// (handler, message UUID) for a message without an event id. Either
+	// way an event retried and parked again keeps its id.
 	ID oncebox.EventID
 	// EventID is the event's oncebox id, nil for a consumed message without
 	// a usable one.
@@ -289,7 +292,14 @@ func (s *Store) SetStatus(ctx context.Context, id oncebox.EventID, to oncebox.DL
 		return err
 	}
 	for range maxRaces {
-		changed, err := s.d.DLQSetStatus(ctx, s.db, id, to, from, s.clock.Now().UTC())
+		n, err := s.change(ctx, to, func(ctx context.Context, db wsql.ContextExecutor) (int64, error) {
+			changed, err := s.d.DLQSetStatus(ctx, db, id, to, from, s.clock.Now().UTC())
+			if changed {
+				return 1, err
+			}
+			return 0, err
+		})
+		changed := n > 0
 		if err != nil {
 			return fmt.Errorf("oncebox: dlq: set %s to %s: %w", id, to, err)
 		}
@@ -329,7 +339,9 @@ func (s *Store) SetStatusMany(ctx context.Context, ids []oncebox.EventID, to onc
 	if err := checkIDs(ids); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	n, err := s.d.DLQSetStatusMany(ctx, s.db, ids, to, from, s.clock.Now().UTC())
+	n, err := s.change(ctx, to, func(ctx context.Context, db wsql.ContextExecutor) (int64, error) {
+		return s.d.DLQSetStatusMany(ctx, db, ids, to, from, s.clock.Now().UTC())
+	})
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set %d rows to %s: %w", len(ids), to, err)
 	}
@@ -349,7 +361,9 @@ func (s *Store) SetStatusWhere(ctx context.Context, f Filter, to oncebox.DLQStat
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	n, err := s.d.DLQSetStatusWhere(ctx, s.db, f.dialect(), to, from, s.clock.Now().UTC())
+	n, err := s.change(ctx, to, func(ctx context.Context, db wsql.ContextExecutor) (int64, error) {
+		return s.d.DLQSetStatusWhere(ctx, db, f.dialect(), to, from, s.clock.Now().UTC())
+	})
 	if err != nil {
 		return 0, fmt.Errorf("oncebox: dlq: set rows to %s: %w", to, err)
 	}

@@ -94,6 +94,14 @@ func (h *Hub) Listen(ctx context.Context, channel string, ready func(), notify f
 	return nil
 }
 
+// Listening reports whether a listener of this process listens on channel
+// now (the DLQ store tells an operator whether its retry woke a relay).
+func (h *Hub) Listening(channel string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.listeners[channel]) > 0
+}
+
 // wake delivers marks to the listeners, each payload once per channel.
 func (h *Hub) wake(marks []mark) {
 	if len(marks) == 0 {

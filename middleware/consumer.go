@@ -82,5 +82,5 @@ func RetryPolicy(r oncebox.RetryConfig, logger watermill.LoggerAdapter) wmw.Retr
 // (ErrRetryInsideInbox, InboxConfig.OnMisuse;
 // middleware.TestConsumerCommitsOneEffectWhereTheWrongOrderCommitsNone).
 func (c *Consumer) Middleware(h message.HandlerFunc) message.HandlerFunc {
-	return c.poison.Middleware(c.retry.Middleware(c.inbox.Middleware(h)))
+	return c.poison.Middleware(c.retry.Middleware(c.poison.CountAttempts(c.inbox.Middleware(h))))
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ThreeDotsLabs/watermill"
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -126,6 +127,8 @@ func NewPoisonQueue(db wsql.ContextExecutor, config PoisonConfig, logger watermi
 // and handler, and reported to OnParked or OnStoreFailed when set.
 func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	return func(msg *message.Message) ([]*message.Message, error) {
+		attempts := new(atomic.Int64)
+		msg.SetContext(context.WithValue(msg.Context(), attemptsKey{}, attempts))
 		produced, err := h(msg)
 		if err == nil {
 			return produced, nil
@@ -144,7 +147,7 @@ func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 			"event_id":     msg.Metadata.Get(oncebox.HeaderEventID),
 			"event_type":   msg.Metadata.Get(oncebox.HeaderEventType),
 		}
-		if storeErr := p.store(msg, err); storeErr != nil {
+		if storeErr := p.store(msg, err, int(attempts.Load())); storeErr != nil {
 			p.logger.Error("Could not store a poison message in the DLQ; it will be redelivered", storeErr,
 				fields.Add(watermill.LogFields{"handler_error": err.Error()}))
 			if p.config.OnStoreFailed != nil {
@@ -160,11 +163,33 @@ func (p *PoisonQueue) Middleware(h message.HandlerFunc) message.HandlerFunc {
 	}
 }
 
+// attemptsKey is the context key of the counter of a delivery's handler
+// attempts, which Middleware puts in the message's context and
+// CountAttempts increments.
+type attemptsKey struct{}
+
+// CountAttempts is the handler middleware that counts the handler's
+// attempts for the PoisonQueue around it, so that a parked row's
+// retry_count (the CLI's RETRIES) is the number of times the handler ran:
+// 4 after Watermill's Retry with 3 retries gave up, not 1. Add it inside
+// Retry, right around what each attempt runs (poison queue → Retry →
+// CountAttempts → inbox → handler); Consumer does. Without it each
+// delivery counts one attempt. Watermill's Retry hands every attempt the
+// same *message.Message, whose context carries the counter.
+func (p *PoisonQueue) CountAttempts(h message.HandlerFunc) message.HandlerFunc {
+	return func(msg *message.Message) ([]*message.Message, error) {
+		if c, ok := msg.Context().Value(attemptsKey{}).(*atomic.Int64); ok {
+			c.Add(1)
+		}
+		return h(msg)
+	}
+}
+
 // plainError is stored in place of a handler's error that the database
 // refused (see store).
 const plainError = "oncebox: the handler's error (%d bytes) could not be stored; see the consumer's log for message %s"
 
-func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
+func (p *PoisonQueue) store(msg *message.Message, handlerErr error, attempts int) error {
 	id, err := oncebox.NewEventID()
 	if err != nil {
 		return err
@@ -182,9 +207,11 @@ func (p *PoisonQueue) store(msg *message.Message, handlerErr error) error {
 		Metadata:    metadata.Encode(dbtext.Map(msg.Metadata)),
 		Error:       dbtext.Error(handlerErr),
 		FailedAt:    p.config.Clock.Now().UTC(),
+		Attempts:    attempts,
 	}
 	if eventID, err := oncebox.ParseEventID(p.config.Key(msg)); err == nil {
 		row.EventID = &eventID
+		row.ID = eventRowID(row.HandlerName, row.MessageUUID, eventID)
 		if err := p.keepApart(ctx, &row); err != nil {
 			return err
 		}
@@ -279,6 +306,30 @@ func (p *PoisonQueue) keepApartByMessage(ctx context.Context, row *dialects.DLQR
 		fmt.Errorf("message UUID %s: payload differs from the parked message's", parked),
 		watermill.LogFields{"message_uuid": parked, "stored_as": row.MessageUUID, "handler": row.HandlerName})
 	return nil
+}
+
+// eventRowID is the id of the DLQ row of an event parked by handler: the
+// same every time that event fails that handler, so that an event retried
+// (the dlq-retry job deletes its row and sends it again under its event
+// id) and parked again keeps its DLQ id, which an operator may have noted
+// (before, each parking drew a new UUIDv7). A UUIDv8 of the SHA-256 digest
+// of (handler, event id), as messageRowID; the (event id, source,
+// handler) unique key allows one such row at a time, so the id is never
+// wanted by two rows. An event whose id is the id of the row of a message
+// parked without one (the retry sent it with that id: messageRowID) keeps
+// that id. A row parked before this version keeps its random id while it
+// exists (the upsert counts attempts on it); once retried, it comes back
+// under this id.
+func eventRowID(handler, messageUUID string, eventID oncebox.EventID) oncebox.EventID {
+	if eventID == messageRowID(handler, messageUUID) {
+		return eventID
+	}
+	sum := sha256.Sum256([]byte("oncebox dlq consumer event row\x00" + handler + "\x00" + eventID.String()))
+	var id oncebox.EventID
+	copy(id[:], sum[:16])
+	id[6] = id[6]&0x0f | 0x80 // version 8 (RFC 9562: custom)
+	id[8] = id[8]&0x3f | 0x80 // variant 10
+	return id
 }
 
 // messageRowID is the id of the DLQ row of a message without an event id,

@@ -137,7 +137,11 @@ type Config struct {
 	// FAILED also wakes at once. Default: min 10s, max 1h, ×2.
 	DLQTransfer Schedule
 	// DLQRetry paces the transfer of TO_RETRY DLQ rows back to the outbox
-	// (when the DLQ is enabled). Default: min 10s, max 1h, ×2.
+	// (when the DLQ is enabled). Default: min 10s, max 1h, ×2; a DLQ retry
+	// wakes the job at once where it can (PostgreSQL with a listener, or
+	// package inprocess in one process), and where the relay cannot hear
+	// other processes' retries a defaulted Max is cut to 10s
+	// (dlq.UnwokenPickupBound), so that a retry waits at most that long.
 	DLQRetry Schedule
 	// CleanUp paces the outbox clean-up and, when the DLQ is enabled, the
 	// clean-up of RESOLVED DLQ rows. Default: min 5m, max 1h, ×2.

@@ -8,6 +8,8 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dlq"
+	"github.com/oncebox/watermill-oncebox/inprocess"
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
 	"github.com/oncebox/watermill-oncebox/internal/pacing"
 )
@@ -102,18 +104,89 @@ func (p *Poller) leasedCleanUp(ctx context.Context, job string, cfg oncebox.Clea
 }
 
 // dlqRetryLoop moves TO_RETRY rows of the DLQ table back to the outbox as
-// PENDING events due now, with the same event id and no attempt counted;
-// the poll loops then send them. Each statement moves up to JobBatchSize
-// rows atomically (dialect TransferDLQToOutbox) and locks them with SKIP
-// LOCKED, so it is safe on every instance.
+// PENDING events due now, with the same event id and no attempt counted,
+// and wakes the poll loops (and the discovery) so that they send them at
+// once. Each statement moves up to JobBatchSize rows atomically (dialect
+// TransferDLQToOutbox) and locks them with SKIP LOCKED, so it is safe on
+// every instance.
+//
+// A DLQ retry (dlq.Store) wakes the job: on PostgreSQL by a notification
+// its transaction sends (dialects.DLQRetryWakePayload on the relay's
+// LISTEN connection), in one process through package inprocess. Wake-ups
+// are served through a waker of window dlqRetryWakeWindow, so a flood of
+// them (any role that can connect may NOTIFY) costs at most one run per
+// window after two empty ones. Where the job cannot hear the retries of
+// other processes (dlqRetryHeard), its pace is capped at
+// dlq.UnwokenPickupBound: a retry made anywhere is picked up within it.
 func (p *Poller) dlqRetryLoop(ctx context.Context) {
 	limit := p.config.JobBatchSize
-	p.runJob(ctx, JobDLQRetry, p.config.DLQRetry, nil, func(ctx context.Context) (int, bool, error) {
-		n, err := dbexec.Repeat(ctx, limit, func(ctx context.Context) (int, error) {
-			return p.d.TransferDLQToOutbox(ctx, p.db, p.config.Clock.Now().UTC(), limit)
+	sched := p.dlqRetrySchedule()
+	s := sched.Strategy()
+	delay := s.Next(false) // Min, and the next idle run waits Min × Multiplier
+	w := p.wakes.dlqRetry
+	for {
+		ok, woken := sleepOrWake(ctx, p.config.Clock, delay, w, nil)
+		if !ok {
+			return
+		}
+		start := p.config.Clock.Now()
+		var r pacing.JobResult
+		r.Err = p.withConn(ctx, func() error {
+			var err error
+			r.Rows, err = dbexec.Repeat(ctx, limit, func(ctx context.Context) (int, error) {
+				return p.d.TransferDLQToOutbox(ctx, p.db, p.config.Clock.Now().UTC(), limit)
+			})
+			return err
 		})
-		return n, false, err
-	})
+		if r.Rows > 0 {
+			p.wakes.wakeLoops()
+		}
+		if woken {
+			// Only this goroutine reads and writes the waker's run of
+			// empty wake-driven runs (see waker).
+			if r.Rows > 0 {
+				w.empty = 0
+			} else {
+				w.empty++
+			}
+		}
+		delay = s.Next(r.Rows > 0)
+		p.jobDone(ctx, JobDLQRetry, r, p.config.Clock.Since(start), delay)
+	}
+}
+
+// dlqRetryWakeWindow is the dlq-retry job's wake-up window (waker): after
+// two wake-driven runs that moved nothing (another instance took the rows,
+// or a flood of notifications), the next wake-up waits until a second has
+// passed since the last one.
+const dlqRetryWakeWindow = time.Second
+
+// dlqRetryHeard reports whether the dlq-retry job hears the retries made
+// in other processes: the dialect can notify (PostgreSQL) and the relay
+// listens. The in-process hub (package inprocess) hears this process's
+// only.
+func (p *Poller) dlqRetryHeard() bool {
+	if p.listener == nil || !p.config.Dialect.CanNotify() {
+		return false
+	}
+	_, hub := p.listener.(*inprocess.Hub)
+	return !hub
+}
+
+// dlqRetrySchedule is the dlq-retry job's pace: Config.DLQRetry, whose
+// default Max (1h) is cut to dlq.UnwokenPickupBound (10s) when the job
+// cannot hear the retries of other processes (dlqRetryHeard): a retry made
+// by the CLI on MySQL, Oracle or SQLite, or on PostgreSQL to a relay that
+// does not listen, then waits at most that long. A Max set in the Config is
+// kept: the bound is then that Max.
+func (p *Poller) dlqRetrySchedule() Schedule {
+	s := p.config.DLQRetry
+	if p.dlqRetryMaxSet || p.dlqRetryHeard() || s.Max <= dlq.UnwokenPickupBound {
+		return s
+	}
+	s.Max = dlq.UnwokenPickupBound
+	s.Min = min(s.Min, s.Max)
+	return s
 }
 
 // dlqCleanUpLoop deletes RESOLVED DLQ rows older than

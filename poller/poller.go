@@ -42,6 +42,10 @@ type Poller struct {
 	life    *lifecycle.Lifecycle // Run, Close, Running (internal/lifecycle)
 	closing <-chan struct{}      // life.Closing(): closed by Close
 	claims  *claims              // batches in flight, for the heartbeat (heartbeat.go)
+
+	// dlqRetryMaxSet: Config.DLQRetry.Max was given, not defaulted
+	// (dlqRetrySchedule).
+	dlqRetryMaxSet bool
 }
 
 // New returns a Poller that reads the outbox through db and publishes to
@@ -58,6 +62,7 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 	if publisherOut == nil {
 		return nil, fmt.Errorf("%w: poller: publisherOut is nil", oncebox.ErrInvalidConfig)
 	}
+	dlqRetryMaxSet := config.DLQRetry.Max != 0
 	config = config.withDefaults()
 	events, err := config.validate()
 	if err != nil {
@@ -79,6 +84,8 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 		dlqWake: make(chan struct{}, 1),
 		life:    lifecycle.New("poller"),
 		claims:  newClaims(),
+
+		dlqRetryMaxSet: dlqRetryMaxSet,
 	}
 	p.closing = p.life.Closing()
 	p.conns = &conns{db: db, d: config.Dialect, sem: make(chan struct{}, config.MaxConcurrentQueries), finalize: config.FinalizeTimeout}

@@ -95,6 +95,9 @@ const (
 	// WokeDiscovery: the discovery, which starts the type's loop if it has
 	// due rows.
 	WokeDiscovery
+	// WokeDLQRetry: the dlq-retry job (the payload was
+	// dialects.DLQRetryWakePayload, sent by a DLQ retry: dlq.Store).
+	WokeDLQRetry
 )
 
 // wakeBoard routes notifications to the loops. Configured types have a
@@ -108,6 +111,7 @@ type wakeBoard struct {
 	mu        sync.Mutex
 	loops     map[string]*waker
 	discovery *waker        // nil in strict mode
+	dlqRetry  *waker        // the dlq-retry job's; nil without the DLQ
 	window    time.Duration // of a discovered type's loop: the defaults' min-fixed-delay
 }
 
@@ -193,6 +197,14 @@ func (b *wakeBoard) channel(t string) *waker {
 func (b *wakeBoard) wake(t string) WakeTarget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if t == dialects.DLQRetryWakePayload {
+		// No event type is empty: a DLQ retry's wake-up (dlq.Store).
+		if b.dlqRetry != nil {
+			b.dlqRetry.poke()
+			return WokeDLQRetry
+		}
+		return WokeNothing
+	}
 	if w, ok := b.loops[t]; ok {
 		w.poke()
 		return WokeLoop
@@ -226,9 +238,22 @@ func eventTypeName(s string) bool {
 	return s != "" && len(s) <= oncebox.MaxEventTypeLength && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
-// wakeAll wakes every loop and the discovery at once, whatever their
-// windows (waker.urgent).
+// wakeAll wakes every loop, the discovery and the dlq-retry job at once,
+// whatever their windows (waker.urgent).
 func (b *wakeBoard) wakeAll() {
+	b.wakeLoops()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dlqRetry != nil {
+		b.dlqRetry.urgent.Store(true)
+		b.dlqRetry.poke()
+	}
+}
+
+// wakeLoops wakes every loop and the discovery at once, whatever their
+// windows (waker.urgent): rows are due now (recovered, or back from the
+// DLQ).
+func (b *wakeBoard) wakeLoops() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, w := range b.loops {
@@ -441,5 +466,9 @@ func wakeOnCommit(c Config, db any, events []oncebox.EventConfig) (Listener, *wa
 	if defaults, err := c.Oncebox.Event(""); err == nil {
 		window = defaults.Polling.MinFixedDelay
 	}
-	return listener, newWakeBoard(configured, !c.Oncebox.Outbox.StrictEventTypes, window)
+	b := newWakeBoard(configured, !c.Oncebox.Outbox.StrictEventTypes, window)
+	if c.Oncebox.Outbox.DLQ.Enabled {
+		b.dlqRetry = newWaker(dlqRetryWakeWindow)
+	}
+	return listener, b
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -299,7 +301,8 @@ func (a *app) dlqShowCmd() *cobra.Command {
 // is "").
 func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command {
 	var ff filterFlags
-	var all, yes bool
+	var all, yes, wait bool
+	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   name + " [ID...]",
 		Short: short,
@@ -329,6 +332,15 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 			f, err := ff.filter()
 			if err != nil {
 				return err
+			}
+			if (wait || cmd.Flags().Changed("timeout")) && to != oncebox.DLQStatusToRetry {
+				return usageErr("--wait and --timeout are for retry only")
+			}
+			if cmd.Flags().Changed("timeout") && !wait {
+				return usageErr("--timeout needs --wait")
+			}
+			if timeout <= 0 {
+				return usageErr("--timeout must be positive, got %s", timeout)
 			}
 			if len(ids) == 0 && !yes && (a.g.json || !a.interactive()) {
 				return usageErr("acting on a filter needs --yes when stdin is not a terminal or with --json")
@@ -398,10 +410,38 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 					return err
 				}
 			}
+			var pickup dlq.Pickup
+			if to == oncebox.DLQStatusToRetry {
+				pickup = st.RetryPickup()
+			}
+			var back *waitResult
+			if wait {
+				// Rows already TO_RETRY are waited for too: they go back
+				// with the ones just changed.
+				w, err := a.waitBack(ctx, st, ids, f, changed, timeout)
+				if err != nil {
+					return err
+				}
+				back = &w
+			}
 			if a.g.json {
 				out := map[string]any{"action": name, "matched": matched, "changed": changed, "skipped": max(matched-changed, 0)}
 				if to != "" {
 					out["status"] = string(to)
+				}
+				if to == oncebox.DLQStatusToRetry && (changed > 0 || already) {
+					out["pickup"] = map[string]any{"woken": pickup.Woken, "within_seconds": int(pickup.Within / time.Second), "message": pickup.String()}
+				}
+				if back != nil {
+					out["back_in_outbox"] = back.back
+					out["left_retry"] = back.other
+					out["waited_seconds"] = back.waited.Seconds()
+				}
+				if back != nil && back.pending > 0 {
+					if err := writeJSON(a.stdout, out); err != nil {
+						return err
+					}
+					return back.timeoutErr()
 				}
 				return writeJSON(a.stdout, out)
 			}
@@ -414,11 +454,105 @@ func (a *app) dlqActCmd(name, short string, to oncebox.DLQStatus) *cobra.Command
 				fmt.Fprintf(a.stdout, "; %d skipped (not found, IN_PROCESS, already there or changed meanwhile)", skipped)
 			}
 			fmt.Fprintln(a.stdout)
+			if to == oncebox.DLQStatusToRetry && back == nil && (changed > 0 || already) {
+				fmt.Fprintln(a.stdout, pickup)
+			}
+			if back != nil {
+				if back.pending > 0 {
+					return back.timeoutErr()
+				}
+				fmt.Fprintf(a.stdout, "%s back in the outbox after %s", count(back.back, "row is", "rows are"), back.waited.Round(time.Millisecond))
+				if back.other > 0 {
+					fmt.Fprintf(a.stdout, "; %d left TO_RETRY otherwise (set MOVED or RESOLVED meanwhile)", back.other)
+				}
+				fmt.Fprintln(a.stdout)
+			}
 			return nil
 		}),
 	}
 	ff.add(c)
 	c.Flags().BoolVar(&all, "all", false, "act on every row (with no other filter)")
 	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation when acting on a filter")
+	if to == oncebox.DLQStatusToRetry {
+		c.Flags().BoolVar(&wait, "wait", false, "return once the rows are back in the outbox (the relays' dlq-retry job moved them), or fail after --timeout")
+	}
+	c.Flags().DurationVar(&timeout, "timeout", time.Minute, "with --wait: how long to wait before failing (exit 1)")
+	if to != oncebox.DLQStatusToRetry {
+		_ = c.Flags().MarkHidden("timeout")
+	}
 	return c
+}
+
+// waitPoll is how often --wait reads the rows it waits for.
+const waitPoll = 250 * time.Millisecond
+
+// waitResult is what --wait saw.
+type waitResult struct {
+	back    int // rows gone from the DLQ: back in the outbox
+	other   int // rows that left TO_RETRY another way (an operator set them MOVED or RESOLVED)
+	pending int // rows still TO_RETRY or IN_PROCESS at the timeout
+	waited  time.Duration
+	pickup  dlq.Pickup
+}
+
+func (w waitResult) timeoutErr() error {
+	return &exitError{code: exitFailed, err: fmt.Errorf("--wait: %s still TO_RETRY or IN_PROCESS after %s (%d back in the outbox): "+
+		"is a relay with the DLQ enabled (outbox.dlq.enabled) running on this database? Its dlq-retry job moves them (pickup: %s)",
+		count(w.pending, "row is", "rows are"), w.waited.Round(time.Millisecond), w.back, w.pickup.Short())}
+}
+
+// waitBack waits until the rows of ids (or, without ids, the rows matching
+// f) are no longer TO_RETRY or IN_PROCESS: the relays' dlq-retry job moved
+// them back to the outbox (the row is gone from the DLQ), or an operator
+// changed them meanwhile. It reads them every waitPoll on the CLI's clock
+// and gives up after timeout.
+func (a *app) waitBack(ctx context.Context, st *dlq.Store, ids []oncebox.EventID, f dlq.Filter, changed int, timeout time.Duration) (waitResult, error) {
+	start := a.clock.Now()
+	res := waitResult{pickup: st.RetryPickup()}
+	waiting := slices.Clone(ids)
+	f.Statuses = []oncebox.DLQStatus{oncebox.DLQStatusToRetry, oncebox.DLQStatusInProcess}
+	first := -1 // the rows matching f at the first reading
+	for {
+		res.pending = 0
+		if len(ids) > 0 {
+			var still []oncebox.EventID
+			for _, id := range waiting {
+				r, err := st.Get(ctx, id)
+				switch {
+				case errors.Is(err, dlq.ErrNotFound):
+					res.back++
+				case err != nil:
+					return res, err
+				case r.Status == oncebox.DLQStatusToRetry || r.Status == oncebox.DLQStatusInProcess:
+					still = append(still, id)
+				default:
+					res.other++
+				}
+			}
+			waiting = still
+			res.pending = len(still)
+		} else {
+			n, err := st.Count(ctx, f)
+			if err != nil {
+				return res, err
+			}
+			if first < 0 {
+				// At least the rows just changed were waited for, even if
+				// some went back before this first reading.
+				first = max(n, changed)
+			}
+			res.pending, res.back = n, max(first-n, 0)
+		}
+		res.waited = a.clock.Since(start)
+		if res.pending == 0 || res.waited >= timeout {
+			return res, nil
+		}
+		t := a.clock.NewTimer(min(waitPoll, timeout-res.waited))
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			t.Stop()
+			return res, ctx.Err()
+		}
+	}
 }

@@ -265,14 +265,18 @@ func TestRetryByIDs(t *testing.T) {
 	c.insert(seed{n: 1}, seed{n: 2}, seed{n: 3})
 	r := c.run("", "dlq", "retry", id(1).String(), id(2).String())
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "2 of 2 rows set to TO_RETRY\n", r.stdout)
+	// The retry says when the relays pick the rows up: on PostgreSQL its
+	// transaction woke them.
+	require.Equal(t, "2 of 2 rows set to TO_RETRY\nthe relays' dlq-retry job was woken: the rows go back to the outbox now "+
+		"(a relay that is not listening runs it within 10s)\n", r.stdout)
 	require.Equal(t, "TO_RETRY", c.dlqStatus(1))
 	require.Equal(t, "TO_RETRY", c.dlqStatus(2))
 	require.Equal(t, "MOVED", c.dlqStatus(3))
 
 	r = c.run("", "--json", "dlq", "retry", id(3).String())
 	require.Equal(t, 0, r.code, r.stderr)
-	require.JSONEq(t, `{"action":"retry","status":"TO_RETRY","matched":1,"changed":1,"skipped":0}`, r.stdout)
+	require.JSONEq(t, `{"action":"retry","status":"TO_RETRY","matched":1,"changed":1,"skipped":0,
+		"pickup":{"woken":true,"within_seconds":10,"message":"the relays' dlq-retry job was woken: the rows go back to the outbox now (a relay that is not listening runs it within 10s)"}}`, r.stdout)
 	require.Equal(t, "TO_RETRY", c.dlqStatus(3))
 
 	// An unknown single id is "not found".
@@ -413,7 +417,8 @@ func TestRowsMovedByTheRelay(t *testing.T) {
 
 	r = c.run("", "dlq", "retry", id(700).String(), id(701).String(), id(9).String())
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "2 of 3 rows set to TO_RETRY; 1 skipped (not found, IN_PROCESS, already there or changed meanwhile)\n", r.stdout)
+	require.Equal(t, "2 of 3 rows set to TO_RETRY; 1 skipped (not found, IN_PROCESS, already there or changed meanwhile)\n"+
+		"the relays' dlq-retry job was woken: the rows go back to the outbox now (a relay that is not listening runs it within 10s)\n", r.stdout)
 	require.Equal(t, "TO_RETRY", c.dlqStatus(700))
 	require.Equal(t, "TO_RETRY", c.dlqStatus(701))
 	require.Equal(t, "MOVED", c.dlqStatus(702))

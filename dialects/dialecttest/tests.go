@@ -31,6 +31,8 @@ var tests = []struct {
 	{"TestDLQTransfer", testDLQTransfer},
 	{"TestDLQRetryThroughPollers", testDLQRetryThroughPollers},
 	{"TestDLQOperatorRacesTheTransfer", testDLQOperatorRacesTheTransfer},
+	{"TestDLQConsumerRowCountsHandlerAttempts", testDLQConsumerRowCountsHandlerAttempts},
+	{"TestDLQReparkedEventKeepsItsDLQID", testDLQReparkedEventKeepsItsDLQID},
 	{"TestDLQStoreGet", testDLQStoreGet},
 	{"TestDLQStoreSetStatusTransitions", testDLQStoreSetStatusTransitions},
 	{"TestDLQStoreLimits", testDLQStoreLimits},

@@ -172,12 +172,12 @@ func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 		SQL: "INSERT INTO " + d.tables.DLQ + ` (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
-VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', 1, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
-    retry_count = retry_count + 1, last_error = VALUES(last_error),
+    retry_count = retry_count + VALUES(retry_count), last_error = VALUES(last_error),
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at)`,
 		Args: []any{d.EncodeID(r.ID), eventID, r.HandlerName, r.EventType, r.Topic, key, r.MessageUUID,
-			sqlkit.NonNilBytes(r.Payload), r.Metadata, sqlkit.ErrorText(r.Error), at, at, at, at, at},
+			sqlkit.NonNilBytes(r.Payload), r.Metadata, max(r.Attempts, 1), sqlkit.ErrorText(r.Error), at, at, at, at, at},
 	}
 }
 

@@ -63,14 +63,14 @@ func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 		b.T(r.FailedAt) + " AS failed_at FROM DUAL"
 	var s strings.Builder
 	s.WriteString("MERGE INTO " + d.tables.DLQ + " q\nUSING (" + using + ") s\n   ON (" + on + ")")
-	s.WriteString("\n WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = " + b.P(sqlkit.ErrorText(r.Error)) +
+	s.WriteString("\n WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + " + b.P(max(r.Attempts, 1)) + ", q.last_error = " + b.P(sqlkit.ErrorText(r.Error)) +
 		",\n      q.last_failed_at = s.failed_at, q.updated_at = s.failed_at")
 	s.WriteString(`
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
       message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
       last_failed_at, moved_at, updated_at)
       VALUES (s.id, s.event_id, 'consumer', s.handler_name, ` + b.P(r.EventType) + ", " + b.P(r.Topic) + ", " + b.P(key) +
-		",\n      s.message_uuid, " + b.P(sqlkit.NonNilBytes(r.Payload)) + ", " + b.P(r.Metadata) + ", 'MOVED', 1, " + b.P(sqlkit.ErrorText(r.Error)) +
+		",\n      s.message_uuid, " + b.P(sqlkit.NonNilBytes(r.Payload)) + ", " + b.P(r.Metadata) + ", 'MOVED', " + b.P(max(r.Attempts, 1)) + ", " + b.P(sqlkit.ErrorText(r.Error)) +
 		",\n      s.failed_at, s.failed_at, s.failed_at, s.failed_at, s.failed_at)")
 	return b.Query(s.String())
 }

@@ -83,12 +83,12 @@ func (d *Dialect) dlqUpsertConsumer(r dialects.DLQRow) dialects.Query {
 		SQL: "INSERT INTO " + d.tables.DLQ + ` AS q (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
-VALUES (?1, ?2, 'consumer', ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'MOVED', 1, ?10, ?11, ?11, ?11, ?11, ?11)
+VALUES (?1, ?2, 'consumer', ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'MOVED', ?12, ?10, ?11, ?11, ?11, ?11, ?11)
 ON CONFLICT ` + conflict + ` DO UPDATE
-   SET retry_count = q.retry_count + 1, last_error = excluded.last_error,
+   SET retry_count = q.retry_count + excluded.retry_count, last_error = excluded.last_error,
        last_failed_at = excluded.last_failed_at, updated_at = excluded.updated_at`,
 		Args: []any{d.EncodeID(r.ID), eventID, r.HandlerName, r.EventType, r.Topic, sqlkit.Nullable(r.Key), r.MessageUUID,
-			sqlkit.NonNilBytes(r.Payload), r.Metadata, sqlkit.ErrorText(r.Error), us(r.FailedAt)},
+			sqlkit.NonNilBytes(r.Payload), r.Metadata, sqlkit.ErrorText(r.Error), us(r.FailedAt), max(r.Attempts, 1)},
 	}
 }
 

@@ -351,21 +351,21 @@ DELETE FROM inbox_events WHERE processed_at < ?
 INSERT INTO outbox_dlq_events (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
-VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', 1, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
-    retry_count = retry_count + 1, last_error = VALUES(last_error),
+    retry_count = retry_count + VALUES(retry_count), last_error = VALUES(last_error),
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
--- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] h a ta k m [112] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] [2 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] h a ta k m [112] {} 1 e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
 
 -- DLQUpsertConsumer (no event id)
 INSERT INTO outbox_dlq_events (id, event_id, source, handler_name, event_type, topic, partition_key,
     message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
     last_failed_at, moved_at, updated_at)
-VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', 1, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, 'consumer', ?, ?, ?, ?, ?, ?, ?, 'MOVED', ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
-    retry_count = retry_count + 1, last_error = VALUES(last_error),
+    retry_count = retry_count + VALUES(retry_count), last_error = VALUES(last_error),
     last_failed_at = VALUES(last_failed_at), updated_at = VALUES(updated_at);
--- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] <nil> h a ta <nil> m [] {} e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
+-- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0] <nil> h a ta <nil> m [] {} 1 e 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC 2026-11-30 12:00:00 +0000 UTC]
 
 -- DLQConsumerPayload
 SELECT payload FROM outbox_dlq_events WHERE event_id = ? AND source = 'consumer' AND handler_name = ?;

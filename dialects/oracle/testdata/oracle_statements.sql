@@ -491,16 +491,16 @@ USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, 
    ON (CASE WHEN q.event_id IS NOT NULL THEN q.event_id END = s.event_id
        AND CASE WHEN q.event_id IS NOT NULL THEN q.source END = 'consumer'
        AND CASE WHEN q.event_id IS NOT NULL THEN q.handler_name END = s.handler_name)
- WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = :6,
+ WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + :6, q.last_error = :7,
       q.last_failed_at = s.failed_at, q.updated_at = s.failed_at
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
       message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
       last_failed_at, moved_at, updated_at)
-      VALUES (s.id, s.event_id, 'consumer', s.handler_name, :7, :8, :9,
-      s.message_uuid, :10, :11, 'MOVED', 1, :12,
+      VALUES (s.id, s.event_id, 'consumer', s.handler_name, :8, :9, :10,
+      s.message_uuid, :11, :12, 'MOVED', :13, :14,
       s.failed_at, s.failed_at, s.failed_at, s.failed_at, s.failed_at)
 /
--- args: [0x02000000000000000000000000000000, 0x01000000000000000000000000000000, "h", "m1", 2026-11-30T12:00:00Z, "boom", "order-created", "orders", "k", 0x70, "{}", "boom"]
+-- args: [0x02000000000000000000000000000000, 0x01000000000000000000000000000000, "h", "m1", 2026-11-30T12:00:00Z, 1, "boom", "order-created", "orders", "k", 0x70, "{}", 1, "boom"]
 
 -- DLQUpsertConsumer (no event id, handler '')
 MERGE INTO outbox_dlq_events q
@@ -508,16 +508,16 @@ USING (SELECT :1 AS id, :2 AS event_id, :3 AS handler_name, :4 AS message_uuid, 
    ON (CASE WHEN q.event_id IS NULL THEN q.message_uuid END = s.message_uuid
        AND CASE WHEN q.event_id IS NULL THEN q.source END = 'consumer'
        AND CASE WHEN q.event_id IS NULL THEN q.handler_name END = s.handler_name)
- WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + 1, q.last_error = :6,
+ WHEN MATCHED THEN UPDATE SET q.retry_count = q.retry_count + :6, q.last_error = :7,
       q.last_failed_at = s.failed_at, q.updated_at = s.failed_at
  WHEN NOT MATCHED THEN INSERT (id, event_id, source, handler_name, event_type, topic, partition_key,
       message_uuid, payload, metadata, status, retry_count, last_error, created_at, first_failed_at,
       last_failed_at, moved_at, updated_at)
-      VALUES (s.id, s.event_id, 'consumer', s.handler_name, :7, :8, :9,
-      s.message_uuid, :10, :11, 'MOVED', 1, :12,
+      VALUES (s.id, s.event_id, 'consumer', s.handler_name, :8, :9, :10,
+      s.message_uuid, :11, :12, 'MOVED', :13, :14,
       s.failed_at, s.failed_at, s.failed_at, s.failed_at, s.failed_at)
 /
--- args: [0x02000000000000000000000000000000, NULL, " ", "m1", 2026-11-30T12:00:00Z, "boom", "order-created", "orders", NULL, 0x, "{}", "boom"]
+-- args: [0x02000000000000000000000000000000, NULL, " ", "m1", 2026-11-30T12:00:00Z, 1, "boom", "order-created", "orders", NULL, 0x, "{}", 1, "boom"]
 
 -- DLQConsumerPayload (handler '')
 SELECT payload FROM outbox_dlq_events
