@@ -18,11 +18,17 @@ services: ## Start the local services the tests need if they are down.
 	@bash scripts/services.sh $(SERVICES)
 
 .PHONY: tools
-tools: ## Under CI, install the Debian packages the tests use (kcat) if missing; elsewhere say what is missing.
-	@if command -v kcat >/dev/null 2>&1; then echo "tools: kcat is installed"; \
-	elif [ -n "$$CI" ] && command -v apt-get >/dev/null 2>&1; then echo "tools: installing kcat (CI)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat) >/dev/null && echo "tools: kcat is installed"; \
-	else echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)"; fi
+tools: ## Under CI, install the Debian packages the tests use (kcat, pgbouncer) if missing; elsewhere say what is missing.
+	@for pkg in kcat pgbouncer; do \
+	  if command -v $$pkg >/dev/null 2>&1; then echo "tools: $$pkg is installed"; \
+	  elif [ -n "$$CI" ] && command -v apt-get >/dev/null 2>&1; then echo "tools: installing $$pkg (CI)"; \
+	    [ -n "$$updated" ] || { apt-get update -qq >/dev/null; updated=1; }; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null && echo "tools: $$pkg is installed"; \
+	  else case $$pkg in \
+	    kcat) echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)" ;; \
+	    pgbouncer) echo "tools: pgbouncer is not installed: the PgBouncer tests (e2e/postgres) will be skipped (apt-get install pgbouncer)" ;; \
+	  esac; fi; \
+	done
 
 .PHONY: demo
 demo: ## Run the quick-start demo: SQLite in a temporary file and an in-process Kafka, nothing to install (DATABASE_URL=postgres://… or mysql://…, KAFKA_BROKERS override).
