@@ -120,20 +120,21 @@ func (l *ledger) check(t *testing.T, ids []string) (duplicates int) {
 
 // serviceConfig is the configuration of every service of these tests:
 // the inbox on (it needs the DLQ), the polling delays given, so that a
-// test can make the wake-up on commit the only fast path, and the outbox
-// clean-up's ttl.
-func serviceConfig(t *testing.T, minDelay, maxDelay, cleanUpTTL string) oncebox.Config {
+// test can make the wake-up on commit the only fast path, the batch size
+// and the outbox clean-up's ttl.
+func serviceConfig(t *testing.T, minDelay, maxDelay, cleanUpTTL string, batchSize int) oncebox.Config {
 	t.Helper()
 	cfg, err := oncebox.LoadConfig(strings.NewReader(fmt.Sprintf(`
 oncebox:
   outbox:
     defaults:
       polling: {min-fixed-delay: %s, max-fixed-delay: %s}
+      batch-size: %d
     dlq: {enabled: true}
     clean-up: {ttl: %s}
   inbox:
     enabled: true
-`, minDelay, maxDelay, cleanUpTTL)))
+`, minDelay, maxDelay, batchSize, cleanUpTTL)))
 	require.NoError(t, err)
 	return cfg
 }
