@@ -93,3 +93,40 @@ func assertNoError(t *testing.T, err error) bool {
 	}
 	return true
 }
+
+// TestListenerThroughPgBouncerFallsBackToPolling: without a direct
+// connection for its listener, the relay's LISTEN goes through PgBouncer in
+// transaction pooling, where it cannot work (the server connection it ran
+// on goes back to PgBouncer's pool with the statement). The listener's
+// probe notification never arrives: the relay says so in one ERROR line
+// (poller.ErrListenerDeaf), never listens, and relays by polling.
+func TestListenerThroughPgBouncerFallsBackToPolling(t *testing.T) {
+	c := pgcluster.New(t, pgcluster.Options{PgBouncer: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool := newPool(t, c.PgBouncerDSN, "exec", 10)
+	logger := watermill.NewCaptureLogger()
+	broker := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, logger)
+	defer func() { require.NoError(t, broker.Close()) }()
+	l := newLedger()
+	svc := newConsumer(t, pool, broker, serviceConfig(t, "100ms", "500ms", "24h", 200), poller.Config{}, l, logger)
+	require.NoError(t, svc.Migrate(ctx))
+	startService(t, svc)
+
+	var ids []string
+	for i := range 20 {
+		id, err := publishOne(ctx, svc, pool, i)
+		require.NoError(t, err)
+		ids = append(ids, id)
+	}
+	waitHandled(t, l, len(ids), 20*time.Second)
+	require.Zero(t, l.check(t, ids))
+	waitFor(t, 15*time.Second, "the listener's fall-back logged", func() bool {
+		return countLogged(logger, "Wake-up on commit is off") > 0
+	})
+	time.Sleep(time.Second) // a retry would log again within ListenerBackoff's first 100ms
+	errs := logger.Captured()[watermill.ErrorLogLevel]
+	require.Len(t, errs, 1, "one ERROR line, the fall-back's")
+	require.ErrorIs(t, errs[0].Err, poller.ErrListenerDeaf)
+	require.Zero(t, countLogged(logger, "Listening for wake-ups on commit"), "the deaf listener was taken for a working one")
+}
