@@ -18,13 +18,17 @@ services: ## Start the local services the tests need if they are down.
 	@bash scripts/services.sh $(SERVICES)
 
 .PHONY: tools
-tools: ## Under CI, install the Debian packages the tests use (kcat, chromium) if missing; elsewhere say what is missing.
-	@for pkg in kcat chromium; do \
+tools: ## Under CI, install the Debian packages the tests use (kcat, chromium, pgbouncer) if missing; elsewhere say what is missing.
+	@for pkg in kcat chromium pgbouncer; do \
 	  if command -v $$pkg >/dev/null 2>&1; then echo "tools: $$pkg is installed"; \
 	  elif [ -n "$$CI" ] && command -v apt-get >/dev/null 2>&1; then echo "tools: installing $$pkg (CI)"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg) >/dev/null && echo "tools: $$pkg is installed"; \
-	  elif [ $$pkg = kcat ]; then echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)"; \
-	  else echo "tools: chromium is not installed: the console's browser test will be skipped (apt-get install chromium)"; fi; \
+	    [ -n "$$updated" ] || { apt-get update -qq >/dev/null; updated=1; }; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$pkg >/dev/null && echo "tools: $$pkg is installed"; \
+	  else case $$pkg in \
+	    kcat) echo "tools: kcat is not installed: the kafka test that reads with kcat will be skipped (apt-get install kcat, brew install kcat)" ;; \
+	    chromium) echo "tools: chromium is not installed: the console's browser test will be skipped (apt-get install chromium)" ;; \
+	    pgbouncer) echo "tools: pgbouncer is not installed: the PgBouncer tests (e2e/postgres) will be skipped (apt-get install pgbouncer)" ;; \
+	  esac; fi; \
 	done
 
 .PHONY: demo

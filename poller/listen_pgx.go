@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -31,8 +34,12 @@ const listenerPingEvery = 10 * time.Minute
 // and closes it when the session ends. The poller builds it itself when its
 // db is sql.BeginnerFromPgx over a *pgxpool.Pool; pass it in
 // Config.Listener to listen through another pool, e.g. when the relay reads
-// through database/sql. It speaks PostgreSQL (LISTEN, the notification
-// queue's usage) through the PostgreSQL dialect.
+// through database/sql, or over a direct DSN when pool goes through
+// PgBouncer. It speaks PostgreSQL (LISTEN, the notification queue's usage)
+// through the PostgreSQL dialect. Each session, once LISTEN is in, checks
+// that it hears: a probe notification sent through pool must reach it
+// within 5s, or the session ends with ErrListenerDeaf (the pool goes
+// through a transaction pooler; the poller then polls only).
 func PgxListener(pool *pgxpool.Pool) Listener {
 	d, err := registry.New("postgres", oncebox.TablesConfig{})
 	return pgxListener{pool: pool, d: d, err: err}
@@ -78,6 +85,9 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 	db := wsql.BeginnerFromPgx(conn)
 	if err := l.d.Listen(ctx, db, channel); err != nil {
 		return fmt.Errorf("oncebox: listener: LISTEN %s: %w", channel, err)
+	}
+	if err := l.probe(ctx, conn, channel, notify); err != nil || ctx.Err() != nil {
+		return err
 	}
 	ready()
 	var (
@@ -139,9 +149,65 @@ func (l pgxListener) ListenAndWatch(ctx context.Context, channel string, every t
 			}
 		case err != nil:
 			return fmt.Errorf("oncebox: listener: wait for a notification: %w", err)
+		case strings.HasPrefix(n.Payload, probePrefix): // another listener's probe
 		default:
 			heard = true
 			notify(n.Payload)
+		}
+	}
+}
+
+// ErrListenerDeaf is the error of a listener session whose probe
+// notification, sent through the pool from another connection, never
+// reached the listening connection: the pool goes through a transaction
+// pooler (PgBouncer with pool_mode = transaction), where the LISTEN ran on
+// a server connection that went back to the pooler's pool with the
+// statement. The poller then logs it once and polls only
+// (docs/postgresql.md, "PgBouncer").
+var ErrListenerDeaf = errors.New("oncebox: listener: a probe notification sent through the pool did not reach " +
+	"the listening connection: it goes through a transaction pooler (PgBouncer's pool_mode = transaction), " +
+	"where LISTEN cannot work; give poller.Config.Listener a PgxListener over a pool on a direct DSN")
+
+// listenerProbeTimeout is how long a new listener session waits for its
+// probe notification. Over a direct connection it arrives in milliseconds.
+const listenerProbeTimeout = 5 * time.Second
+
+// probePrefix starts the payload of a probe notification. An event type
+// holds no control character (oncebox.Config's validation), so no
+// publisher's notification starts with it; listeners drop the probes of
+// others.
+const probePrefix = "\x01oncebox-probe "
+
+// probe sends a notification on channel through the pool (another
+// connection than conn) and waits for it on conn: through a transaction
+// pooler it never arrives (ErrListenerDeaf). A publisher's notification
+// that arrives first proves the connection hears just as well; it is
+// passed to notify. It returns nil when ctx ends.
+func (l pgxListener) probe(ctx context.Context, conn *pgx.Conn, channel string, notify func(string)) error {
+	payload := probePrefix + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := l.d.Notify(ctx, wsql.BeginnerFromPgx(l.pool), channel, payload); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("oncebox: listener: send the probe notification: %w", err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, listenerProbeTimeout)
+	defer cancel()
+	for {
+		n, err := conn.WaitForNotification(waitCtx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return ErrListenerDeaf
+		case err != nil:
+			return fmt.Errorf("oncebox: listener: wait for the probe notification: %w", err)
+		case n.Payload == payload:
+			return nil
+		case strings.HasPrefix(n.Payload, probePrefix): // another listener's probe
+		default:
+			notify(n.Payload)
+			return nil
 		}
 	}
 }

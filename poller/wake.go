@@ -2,6 +2,7 @@ package poller
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -426,6 +427,13 @@ func (p *Poller) listenLoop(ctx context.Context) {
 			}
 		})
 		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrListenerDeaf) {
+			p.logger.Error("Wake-up on commit is off: the relay polls only", err, watermill.LogFields{"channel": channel})
+			if wh != nil {
+				wh.ListenerDown(err)
+			}
 			return
 		}
 		if up {

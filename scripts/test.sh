@@ -72,6 +72,14 @@ if ! command -v kcat >/dev/null 2>&1; then
   echo "(Debian/Ubuntu), brew install kcat (macOS), apk add kcat (Alpine)."
   echo "**********************************************************************"
 fi
+if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ] || [ "$(id -u)" -ne 0 ] || ! command -v pg_createcluster >/dev/null 2>&1; then
+  echo "**********************************************************************"
+  echo "POSTGRESQL CLUSTERS NOT RUN: e2e/postgres (PgBouncer, failover) and"
+  echo "internal/pgcluster need root, pg_createcluster (postgresql-common) and"
+  echo "pgbouncer; they were skipped (CI fails them instead). Install them:"
+  echo "apt-get install postgresql-common pgbouncer (docs/postgresql.md)."
+  echo "**********************************************************************"
+fi
 
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && ! command -v google-chrome >/dev/null 2>&1; then
   echo "**********************************************************************"
