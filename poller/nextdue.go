@@ -34,12 +34,15 @@ func (n *nextDue) claiming(now time.Time) { n.since = now }
 // cutToNextDue returns delay, shortened to end when the type's next row
 // comes due: zero when one came due since the last claim. A failed read
 // leaves delay as it is (the claim reports the database's failures) and is
-// tried again at the next sleep.
+// tried again at the next sleep. A discovered type's loop (untilIdle) is
+// not cut: it ends at its first empty claim and the discovery, which
+// probes each type's earliest next_retry_at, starts it again; cut, it
+// lost a wake-up of its type (e2e/postgres, TestThroughPgBouncer…).
 func (l *typeLoop) cutToNextDue(ctx context.Context, delay time.Duration) time.Duration {
 	n := &l.due
 	c := l.claimer.conns
 	r, ok := c.d.(dialects.NextDueReader)
-	if !ok || delay <= 0 {
+	if !ok || delay <= 0 || l.untilIdle {
 		return delay
 	}
 	if n.known && !n.at.After(l.clock.Now()) {

@@ -26,8 +26,11 @@ import (
 
 func TestMain(m *testing.M) {
 	// golang-lru's expirable cache runs one expiry goroutine per cache for
-	// the life of the process.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1"))
+	// the life of the process. pgxpool, after a connection was destroyed
+	// (a test that closes a pool's connection under it), starts a goroutine
+	// that sleeps 500ms before a health check, and ends by itself.
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/hashicorp/golang-lru/v2/expirable.NewLRU[...].func1"),
+		goleak.IgnoreAnyFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).triggerHealthCheck.func1"))
 }
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
