@@ -75,15 +75,7 @@ func (b *bundle) get(t *testing.T, c *http.Cookie, path string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, b.srv.URL+path, nil)
 	require.NoError(t, err)
-	if c != nil {
-		req.AddCookie(c)
-	}
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(body)
+	return do(t, req, c)
 }
 
 func (b *bundle) post(t *testing.T, c *http.Cookie, path string, form url.Values, origin string) (int, string) {
@@ -94,6 +86,13 @@ func (b *bundle) post(t *testing.T, c *http.Cookie, path string, form url.Values
 	if origin != "" {
 		req.Header.Set("Origin", origin)
 	}
+	return do(t, req, c)
+}
+
+// do sends req with the session cookie c (none when nil) and returns the
+// status and the whole body.
+func do(t *testing.T, req *http.Request, c *http.Cookie) (int, string) {
+	t.Helper()
 	if c != nil {
 		req.AddCookie(c)
 	}

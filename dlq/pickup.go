@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -60,26 +59,11 @@ func (s *Store) RetryPickup() Pickup {
 	case s.dialect.CanNotify():
 		p.Woken = true
 	default:
-		if hub, ok := hubOf(s.db); ok {
+		if hub, ok := inprocess.HubFor(s.db); ok {
 			p.Woken = hub.Listening(dialects.NotifyChannel(s.dialect.Tables()))
 		}
 	}
 	return p
-}
-
-// hubOf returns the inprocess.Hub of db's *sql.DB, if it has one.
-func hubOf(db wsql.ContextExecutor) (*inprocess.Hub, bool) {
-	var conn any
-	switch b := db.(type) {
-	case wsql.StdSQLBeginner:
-		conn = b.SQLBeginner
-	case *wsql.StdSQLBeginner:
-		conn = b.SQLBeginner
-	}
-	if sdb, ok := conn.(*sql.DB); ok {
-		return inprocess.HubOf(sdb)
-	}
-	return nil, false
 }
 
 // change runs a status change (statement, on the db it is given) and, for

@@ -29,6 +29,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 )
 
 // markKey is the context key of the wake-ups a statement asks for.
@@ -161,6 +163,26 @@ func HubOf(db *sql.DB) (*Hub, bool) {
 	}
 	if d, ok := db.Driver().(*drv); ok {
 		return d.hub, true
+	}
+	return nil, false
+}
+
+// HubFor is HubOf for the shapes a *sql.DB is handed around in: the
+// *sql.DB itself or watermill-sql's StdSQLBeginner (by value or pointer)
+// around one. Anything else (a transaction, a pgx pool) has no Hub.
+func HubFor(db any) (*Hub, bool) {
+	switch b := db.(type) {
+	case *sql.DB:
+		return HubOf(b)
+	case wsql.StdSQLBeginner:
+		sdb, _ := b.SQLBeginner.(*sql.DB)
+		return HubOf(sdb)
+	case *wsql.StdSQLBeginner:
+		if b == nil {
+			return nil, false
+		}
+		sdb, _ := b.SQLBeginner.(*sql.DB)
+		return HubOf(sdb)
 	}
 	return nil, false
 }

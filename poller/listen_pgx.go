@@ -2,7 +2,6 @@ package poller
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -220,7 +219,7 @@ func defaultListener(db any, d dialects.Dialect) Listener {
 	if !d.CanNotify() {
 		// No NOTIFY: a database opened through package inprocess wakes the
 		// relay on the commits of this process.
-		if hub, ok := inprocessHub(db); ok {
+		if hub, ok := inprocess.HubFor(db); ok {
 			return hub
 		}
 		return nil
@@ -236,21 +235,4 @@ func defaultListener(db any, d dialects.Dialect) Listener {
 		return pgxListener{pool: pool, d: d}
 	}
 	return nil
-}
-
-// inprocessHub returns the inprocess.Hub of db's *sql.DB, if it has one.
-func inprocessHub(db any) (*inprocess.Hub, bool) {
-	var conn any
-	switch b := db.(type) {
-	case wsql.StdSQLBeginner:
-		conn = b.SQLBeginner
-	case *wsql.StdSQLBeginner:
-		conn = b.SQLBeginner
-	case *sql.DB:
-		conn = b
-	}
-	if sdb, ok := conn.(*sql.DB); ok {
-		return inprocess.HubOf(sdb)
-	}
-	return nil, false
 }

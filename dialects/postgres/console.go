@@ -149,21 +149,7 @@ func (d *Dialect) consoleFingerprintIDs(g dialects.ConsoleGroup, statuses []once
 
 // ConsoleFingerprintIDs implements dialects.ConsoleInspector.
 func (d *Dialect) ConsoleFingerprintIDs(ctx context.Context, db wsql.ContextExecutor, g dialects.ConsoleGroup, statuses []oncebox.DLQStatus, after *oncebox.EventID, limit int) ([]oncebox.EventID, error) {
-	q := d.consoleFingerprintIDs(g, statuses, after, limit)
-	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []oncebox.EventID
-	for rows.Next() {
-		var id oncebox.EventID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, sqlkit.RowsErr(rows)
+	return sqlkit.QueryIDs(ctx, db, d.consoleFingerprintIDs(g, statuses, after, limit))
 }
 
 // ConsoleOutboxEvent implements dialects.ConsoleInspector: one outbox row
