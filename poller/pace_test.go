@@ -32,8 +32,6 @@ func TestPaceNext(t *testing.T) {
 			[]time.Duration{250 * ms, 500 * ms, time.Second}},
 		"a busy batch: at once, and the ramp starts again": {adaptive, []pollOutcome{empty, empty, busy, empty},
 			[]time.Duration{250 * ms, 500 * ms, 0, 250 * ms}},
-		"a failed claim ramps up as an empty one": {adaptive, []pollOutcome{{}, {}},
-			[]time.Duration{250 * ms, 500 * ms}},
 		"heads: an ordered type's empty claim after a busy batch, at once, the ramp untouched": {adaptive,
 			[]pollOutcome{empty, {heads: true}, empty}, []time.Duration{250 * ms, 0, 500 * ms}},
 		"heads counts for an empty claim only": {adaptive, []pollOutcome{{settled: true, heads: true}},

@@ -122,6 +122,9 @@ func testDelayedEventsAreRelayedAtTheirTime(t *testing.T, tg Target) {
 	step(time.Millisecond)
 	eventually(t, "the 10 min event at its time", func() bool { return len(rec.of(idOf(t, until))) == 1 })
 	eventually(t, "all PROCESSED", func() bool { return s.status(t, "PROCESSED") == 5 })
+	for _, m := range []*message.Message{past, plain, forOnly, at, until} {
+		require.Len(t, rec.of(idOf(t, m)), 1, "%s sent once", m.Payload)
+	}
 
 	mu.Lock()
 	require.Equal(t, map[string]time.Time{"past": now, "plain": now, "for": now.Add(5 * time.Minute),
@@ -324,4 +327,44 @@ func testRetryIsSentAtItsTime(t *testing.T, tg Target) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, 10*time.Second, attempts[1].Sub(attempts[0]))
+}
+
+// A plain event (not delayed, not retried) written after a claim began does
+// not end the relay's sleep: only a row that was delayed or retried comes
+// due later (docs/delay.md); an arrival is taken by a wake-up or at the
+// pace's next poll, min-fixed-delay being the floor between partial polls.
+// Counted as coming due, every arrival cut a polling relay's sleep to
+// nothing and its adaptive pace grew with no full batch to reset it.
+func testPlainArrivalDoesNotEndTheSleep(t *testing.T, tg Target) {
+	s := setup(t, tg)
+	s.publish(t, s.clock, "arrivals", 1)
+	gate := make(chan struct{})
+	var once sync.Once
+	started := make(chan struct{})
+	rec := newRecorder()
+	rec.fn = func(string, []*message.Message) error {
+		once.Do(func() {
+			close(started)
+			<-gate
+		})
+		return nil
+	}
+	s.startPoller(t, nil, rec, s.slowPace("arrivals"))
+	<-started
+	// While the first batch is being sent: a millisecond later, a plain
+	// event, with no wake-up.
+	s.clock.Advance(time.Millisecond)
+	tx := s.begin(t)
+	pub, err := publisher.NewPublisher(tx, publisher.Config{Dialect: s.Dialect, Clock: s.clock, DisableWakeOnCommit: true}, nil)
+	require.NoError(t, err)
+	late := message.NewMessage(watermill.NewUUID(), []byte(`{"n":2}`))
+	require.NoError(t, pub.Publish("arrivals", late))
+	require.NoError(t, tx.Commit())
+	close(gate)
+	eventually(t, "the first batch", func() bool { return s.status(t, "PROCESSED") >= 1 })
+	require.NoError(t, s.clock.BlockUntilContext(context.Background(), waitersPerPoller))
+	require.Equal(t, 1, rec.delivered(), "the arrival waits for the pace's next poll")
+	require.Empty(t, rec.of(idOf(t, late)))
+	s.clock.Advance(time.Hour)
+	eventually(t, "the arrival at the next poll", func() bool { return len(rec.of(idOf(t, late))) == 1 })
 }

@@ -111,7 +111,7 @@ func testPublisher(t *testing.T, tg Target) {
 	t.Run("many events in one call, split past the rows of one statement, ids increasing", func(t *testing.T) {
 		// One INSERT takes 7,281 rows on PostgreSQL and MySQL (65,535 bind
 		// parameters, nine a row), 83 on Oracle: past them all.
-		n := 65535/8 + 5
+		n := 65535/9 + 5
 		msgs := make([]*message.Message, n)
 		for i := range msgs {
 			msgs[i] = message.NewMessage(watermill.NewUUID(), []byte{byte(i), byte(i >> 8)})

@@ -17,6 +17,7 @@ var tests = []struct {
 	{"TestDelayNewPublisherWrapsTheOutbox", testDelayNewPublisherWrapsTheOutbox},
 	{"TestOrderedDelayedEventHoldsOnlyItsSuccessors", testOrderedDelayedEventHoldsOnlyItsSuccessors},
 	{"TestRetryIsSentAtItsTime", testRetryIsSentAtItsTime},
+	{"TestPlainArrivalDoesNotEndTheSleep", testPlainArrivalDoesNotEndTheSleep},
 	{"TestOutboxCleanUpRunsOnOneInstanceUnderTheLease", testOutboxCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestDLQCleanUpRunsOnOneInstanceUnderTheLease", testDLQCleanUpRunsOnOneInstanceUnderTheLease},
 	{"TestInboxCleanUpRunsOnOneInstanceUnderTheLease", testInboxCleanUpRunsOnOneInstanceUnderTheLease},

@@ -381,7 +381,7 @@ var heartbeatRecoverParams = dialects.RecoverParams{Now: golden.At, ClaimedBefor
 func TestOracleNextDueGolden(t *testing.T) {
 	t.Parallel()
 	d := newOracle(t, oncebox.TablesConfig{Schema: "svc", Prefix: "p_"})
-	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 13, 0, 0, 1_500, time.FixedZone("CET", 3600)))
 	golden.Check(t, "oracle_next_due.sql", q.SQL+"\n")
-	require.Len(t, q.Args, 2)
+	require.Equal(t, []any{"order-created", time.Date(2026, 11, 30, 12, 0, 0, 1_500, time.UTC)}, q.Args, "the type and the time, as the dialect binds it")
 }

@@ -176,5 +176,5 @@ func TestPostgreSQLNextDueGolden(t *testing.T) {
 	require.NoError(t, err)
 	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	golden.Check(t, "postgres_next_due.sql", q.SQL+"\n")
-	require.Len(t, q.Args, 2)
+	require.Equal(t, []any{"order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, q.Args, "the type and the time, as the dialect binds it")
 }

@@ -220,10 +220,17 @@ func queryClaimed(ctx context.Context, db wsql.ContextExecutor, q dialects.Query
 // eventsNextDue is NextDue's statement: the first entry later than after of the
 // type's range of the claim index (event_type, next_retry_at, id) WHERE
 // status = 'PENDING', one index probe however many rows wait.
+// Only a row that was delayed or retried counts (next_retry_at later than
+// created_at): a plain event is due when written, and its arrival is the
+// wake-up's and the pace's business. Counted, an arrival cut every sleep
+// of a relay that polls, so that its adaptive pace grew with no full batch
+// to reset it (bench latency, polling only: p50 255 ms became 547-1,587 ms;
+// docs/delay.md). created_at is read from the table for the entries after
+// the bound only: the rows written since the last claim began.
 func (d *Dialect) eventsNextDue(eventType string, now time.Time) dialects.Query {
 	return dialects.Query{
 		SQL: `SELECT next_retry_at FROM ` + d.tables.Events + `
- WHERE status = 'PENDING' AND event_type = ?1 AND next_retry_at > ?2
+ WHERE status = 'PENDING' AND event_type = ?1 AND next_retry_at > ?2 AND next_retry_at > created_at
  ORDER BY next_retry_at
  LIMIT 1`,
 		Args: []any{eventType, us(now)},

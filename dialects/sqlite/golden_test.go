@@ -247,7 +247,7 @@ func TestSQLiteIsTransient(t *testing.T) {
 func TestSQLiteNextDueGolden(t *testing.T) {
 	t.Parallel()
 	d := newDialect(t, oncebox.TablesConfig{})
-	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	q := d.NextDueSQL("order-created", time.Date(2026, 11, 30, 13, 0, 0, 1_500, time.FixedZone("CET", 3600)))
 	golden.Check(t, "sqlite_next_due.sql", q.SQL+"\n")
-	require.Len(t, q.Args, 2)
+	require.Equal(t, []any{"order-created", int64(1796040000000001)}, q.Args, "the type and the time, as the dialect binds it")
 }
