@@ -33,6 +33,9 @@ const (
 	NameJobDelay                = "oncebox_job_delay_seconds"
 	NameNotifyQueueUsage        = "oncebox_notify_queue_usage_ratio"
 	NameRelayClockOffset        = "oncebox_relay_clock_offset_seconds"
+	NameRelayListenerUp         = "oncebox_relay_listener_up"
+	NameRelayListenerDown       = "oncebox_relay_listener_down_total"
+	NameRelayWakeUps            = "oncebox_relay_wake_ups_total"
 
 	NameInboxConsumed     = "oncebox_inbox_consumed_total"
 	NameInboxDuplicates   = "oncebox_inbox_duplicates_total"
@@ -59,6 +62,7 @@ var names = []string{
 	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
 	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay, NameNotifyQueueUsage, NameRelayClockOffset,
+	NameRelayListenerUp, NameRelayListenerDown, NameRelayWakeUps,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,

@@ -34,12 +34,29 @@ type PollerHooks struct {
 	outage      *prometheus.GaugeVec
 	notifyQueue prometheus.Gauge
 
-	clockOffset prometheus.Gauge
-	jobs        *jobMetrics
-	seen        sync.Map // event type → struct{}: its series exist
+	clockOffset  prometheus.Gauge
+	listenerUp   *prometheus.GaugeVec   // no labels: absent until the relay has a listener
+	listenerDown *prometheus.CounterVec // reason
+	wakeUps      *prometheus.CounterVec // target
+	jobs         *jobMetrics
+	seen         sync.Map // event type → struct{}: its series exist
 }
 
-var _ poller.Hooks = (*PollerHooks)(nil)
+var (
+	_ poller.Hooks     = (*PollerHooks)(nil)
+	_ poller.WakeHooks = (*PollerHooks)(nil)
+)
+
+// The values of the label reason of oncebox_relay_listener_down_total.
+const (
+	// ListenerDeaf: the listener's probe notification never came back
+	// (poller.ErrListenerDeaf: a transaction pooler between the relay and
+	// PostgreSQL); the relay polls only from then on.
+	ListenerDeaf = "deaf"
+	// ListenerLost: any other error ended the listener's session; it
+	// reconnects after poller.Config.ListenerBackoff.
+	ListenerLost = "lost"
+)
 
 // jobMetrics are the per-job metrics shared by the poller's jobs and the
 // inbox cleaner.
@@ -123,10 +140,14 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 			Help: "Usage of PostgreSQL's notification queue (0 to 1) as last read by the wake-up listener: at 1 every transaction that ran NOTIFY fails at COMMIT; publishers stop notifying at publisher.Config.WakeQueueLimit (0.5)."}),
 		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameRelayClockOffset,
 			Help: "The relay's clock minus the database's, as last measured (at start and on every recovery run); 0 while the check is off (poller.Config.MaxClockOffset)."}),
-		jobs: newJobMetrics(),
+		listenerUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameRelayListenerUp,
+			Help: "1 while the relay's wake-up listener is listening, 0 while it is down or found deaf (the relay polls only); absent without a listener."}, nil),
+		listenerDown: counter(NameRelayListenerDown, "Sessions of the wake-up listener that ended, by reason: deaf (its probe notification never arrived: a transaction pooler; the relay polls only) or lost (reconnects).", "reason"),
+		wakeUps:      counter(NameRelayWakeUps, "Notifications the wake-up listener received, by what they woke: loop, discovery, dlq_retry or nothing.", "target"),
+		jobs:         newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay, h.outage, h.notifyQueue, h.clockOffset} {
+		h.claimed, h.pollDelay, h.outage, h.notifyQueue, h.clockOffset, h.listenerUp, h.listenerDown, h.wakeUps} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -220,6 +241,39 @@ func (h *PollerHooks) NotifyQueueUsage(ratio float64) { h.notifyQueue.Set(ratio)
 // ClockOffset implements poller.Hooks.
 func (h *PollerHooks) ClockOffset(offset time.Duration) {
 	h.clockOffset.Set(offset.Seconds())
+}
+
+// Woken implements poller.WakeHooks.
+func (h *PollerHooks) Woken(_ string, target poller.WakeTarget) {
+	h.wakeUps.WithLabelValues(wakeTargetLabel(target)).Inc()
+}
+
+func wakeTargetLabel(t poller.WakeTarget) string {
+	switch t {
+	case poller.WokeLoop:
+		return "loop"
+	case poller.WokeDiscovery:
+		return "discovery"
+	case poller.WokeDLQRetry:
+		return "dlq_retry"
+	default:
+		return "nothing"
+	}
+}
+
+// ListenerUp implements poller.WakeHooks.
+func (h *PollerHooks) ListenerUp() { h.listenerUp.WithLabelValues().Set(1) }
+
+// ListenerDown implements poller.WakeHooks.
+func (h *PollerHooks) ListenerDown(err error) {
+	reason := ListenerLost
+	if errors.Is(err, poller.ErrListenerDeaf) {
+		reason = ListenerDeaf
+	}
+	h.listenerDown.WithLabelValues(ListenerDeaf) // both series exist once one session ended
+	h.listenerDown.WithLabelValues(ListenerLost)
+	h.listenerDown.WithLabelValues(reason).Inc()
+	h.listenerUp.WithLabelValues().Set(0)
 }
 
 // JobDone implements poller.Hooks.

@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/metrics"
 	"github.com/oncebox/watermill-oncebox/poller"
@@ -126,4 +129,41 @@ func TestPollerHooksClockOffset(t *testing.T) {
 	h.ClockOffset(30 * time.Second)
 	h.ClockOffset(-1500 * time.Millisecond)
 	require.Equal(t, -1.5, mustValue(t, reg, metrics.NameRelayClockOffset, nil))
+}
+
+// The wake-up listener's state (poller.WakeHooks): up while it listens, a
+// deaf session (a transaction pooler) and a lost one counted apart, and
+// each notification by what it woke. No series before the first call: a
+// relay without a listener (MySQL, SQLite) exports none.
+func TestPollerHooksListener(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	h, err := metrics.NewPollerHooks(reg)
+	require.NoError(t, err)
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		require.NotEqual(t, metrics.NameRelayListenerUp, mf.GetName(), "no listener yet: no series")
+	}
+
+	h.ListenerUp()
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayListenerUp, nil))
+	h.Woken("order.created", poller.WokeLoop)
+	h.Woken("order.created", poller.WokeLoop)
+	h.Woken("other", poller.WokeDiscovery)
+	h.Woken(dialects.DLQRetryWakePayload, poller.WokeDLQRetry)
+	h.Woken("strict", poller.WokeNothing)
+	require.Equal(t, 2.0, mustValue(t, reg, metrics.NameRelayWakeUps, map[string]string{"target": "loop"}))
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayWakeUps, map[string]string{"target": "discovery"}))
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayWakeUps, map[string]string{"target": "dlq_retry"}))
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayWakeUps, map[string]string{"target": "nothing"}))
+
+	h.ListenerDown(fmt.Errorf("session: %w", poller.ErrListenerDeaf))
+	require.Equal(t, 0.0, mustValue(t, reg, metrics.NameRelayListenerUp, nil))
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayListenerDown, map[string]string{"reason": metrics.ListenerDeaf}))
+	require.Equal(t, 0.0, mustValue(t, reg, metrics.NameRelayListenerDown, map[string]string{"reason": metrics.ListenerLost}))
+	h.ListenerUp()
+	h.ListenerDown(io.ErrUnexpectedEOF)
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayListenerDown, map[string]string{"reason": metrics.ListenerLost}))
+	require.Equal(t, 0.0, mustValue(t, reg, metrics.NameRelayListenerUp, nil))
 }

@@ -154,12 +154,12 @@ func startService(t *testing.T, svc *service.Service) {
 // consumes topic from it through the inbox, counting into l. relayCfg
 // is the relay's poller.Config (its Listener, above all).
 func newConsumer(t *testing.T, pool *pgxpool.Pool, broker *gochannel.GoChannel, cfg oncebox.Config,
-	relayCfg poller.Config, l *ledger, logger watermill.LoggerAdapter) *service.Service {
+	relayCfg poller.Config, l *ledger, logger watermill.LoggerAdapter, opts ...service.Option) *service.Service {
 	t.Helper()
 	router, err := message.NewRouter(message.RouterConfig{CloseTimeout: 10 * time.Second}, logger)
 	require.NoError(t, err)
-	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger,
-		service.WithRelay(broker), service.WithRouter(router), service.WithRelayConfig(relayCfg))
+	opts = append([]service.Option{service.WithRelay(broker), service.WithRouter(router), service.WithRelayConfig(relayCfg)}, opts...)
+	svc, err := service.New(wsql.BeginnerFromPgx(pool), cfg, logger, opts...)
 	require.NoError(t, err)
 	h := router.AddConsumerHandler("consume", topic, broker, func(msg *message.Message) error {
 		l.count(l.handled, msg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox/internal/pgcluster"
 	"github.com/oncebox/watermill-oncebox/poller"
+	"github.com/oncebox/watermill-oncebox/service"
 )
 
 // TestThroughPgBouncerTransactionPooling: the publisher, the relay, its
@@ -109,7 +110,9 @@ func TestListenerThroughPgBouncerFallsBackToPolling(t *testing.T) {
 	broker := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, logger)
 	defer func() { require.NoError(t, broker.Close()) }()
 	l := newLedger()
-	svc := newConsumer(t, pool, broker, serviceConfig(t, "100ms", "500ms", "24h", 200), poller.Config{}, l, logger)
+	hooks := &wakeRecorder{}
+	svc := newConsumer(t, pool, broker, serviceConfig(t, "100ms", "500ms", "24h", 200), poller.Config{}, l, logger,
+		service.WithHooks(service.Hooks{Poller: hooks}))
 	require.NoError(t, svc.Migrate(ctx))
 	startService(t, svc)
 
@@ -129,4 +132,31 @@ func TestListenerThroughPgBouncerFallsBackToPolling(t *testing.T) {
 	require.Len(t, errs, 1, "one ERROR line, the fall-back's")
 	require.ErrorIs(t, errs[0].Err, poller.ErrListenerDeaf)
 	require.Zero(t, countLogged(logger, "Listening for wake-ups on commit"), "the deaf listener was taken for a working one")
+	// What the metrics (oncebox_relay_listener_up, …_down_total{reason="deaf"}) are fed.
+	ups, downs := hooks.calls()
+	require.Zero(t, ups, "WakeHooks.ListenerUp for a deaf listener")
+	require.Len(t, downs, 1, "one WakeHooks.ListenerDown")
+	require.ErrorIs(t, downs[0], poller.ErrListenerDeaf)
+}
+
+// wakeRecorder records the relay's WakeHooks calls.
+type wakeRecorder struct {
+	poller.NopHooks
+	mu    sync.Mutex
+	ups   int
+	downs []error
+}
+
+func (w *wakeRecorder) Woken(string, poller.WakeTarget) {}
+func (w *wakeRecorder) ListenerUp()                     { w.mu.Lock(); w.ups++; w.mu.Unlock() }
+func (w *wakeRecorder) ListenerDown(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.downs = append(w.downs, err)
+}
+
+func (w *wakeRecorder) calls() (int, []error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ups, append([]error(nil), w.downs...)
 }
