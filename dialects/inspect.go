@@ -11,7 +11,7 @@ import (
 // backlog metrics) and tests (package oncetest); never on the relay's path.
 type Inspector interface {
 	// Backlog counts the outbox rows by event type and status with the
-	// oldest created_at of each group, and the DLQ rows by source and
+	// earliest next_retry_at of each group, and the DLQ rows by source and
 	// status, in no particular order: one grouped statement over both
 	// tables.
 	Backlog(ctx context.Context, db wsql.ContextExecutor) ([]BacklogRow, error)
@@ -43,7 +43,10 @@ type BacklogRow struct {
 	Status string
 	// Count is the number of rows in the group.
 	Count int64
-	// Oldest is the oldest created_at of an outbox group; never valid for
-	// a DLQ group.
+	// Oldest is the earliest next_retry_at of an outbox group: for PENDING
+	// rows, when the group's oldest due row came due (its created_at for
+	// an event neither delayed nor retried), or a time still ahead when
+	// every row waits for its delay or retry; a waiting row is not lag.
+	// Never valid for a DLQ group.
 	Oldest sql.NullTime
 }

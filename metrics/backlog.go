@@ -68,7 +68,7 @@ type snapshot struct {
 type backlogRow struct {
 	label, status string // event type or DLQ source, and status
 	count         float64
-	oldest        stdsql.NullTime // min(created_at) of the group
+	oldest        stdsql.NullTime // min(next_retry_at) of the group: when its oldest due row came due
 }
 
 var _ prometheus.Collector = (*BacklogCollector)(nil)
@@ -122,7 +122,7 @@ func NewBacklogCollector(db wsql.ContextExecutor, d dialects.Dialect, cfg Backlo
 			"Rows of the outbox table by event type and status (cached, see oncebox_backlog_last_refresh_success_timestamp_seconds).",
 			[]string{"event_type", "status"}, nil),
 		oldestDesc: prometheus.NewDesc(NameOutboxOldestPendingAge,
-			"Age of the oldest PENDING event of an event type: now minus its created_at (cached; 0 series when none is PENDING).",
+			"Age of the oldest due PENDING event of an event type: now minus the time it came due (its created_at, or the end of its delay or retry wait); 0 while every PENDING row waits (cached; no series when none is PENDING).",
 			[]string{"event_type"}, nil),
 		dlqDesc: prometheus.NewDesc(NameDLQEvents,
 			"Rows of the DLQ table by status and source (publisher or consumer) (cached).",

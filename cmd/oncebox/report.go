@@ -140,7 +140,9 @@ func (a *app) statusCmd() *cobra.Command {
 			}
 			for i := range outbox {
 				if o := outbox[i].OldestPendingAt; o != nil {
-					age := int64(now.Sub(*o) / time.Second)
+					// Rows waiting for their delay or retry are not lag:
+					// when every PENDING row waits, o is ahead and the age 0.
+					age := max(int64(now.Sub(*o)/time.Second), 0)
 					outbox[i].OldestPendingSeconds = &age
 				}
 			}

@@ -400,6 +400,6 @@ DELETE FROM outbox_dlq_events WHERE id = ?;
 -- args: [[1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0]]
 
 -- Backlog
-SELECT 'outbox', event_type, status, count(*), min(created_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS DATETIME(6)) FROM outbox_dlq_events GROUP BY source, status;
+SELECT 'outbox', event_type, status, count(*), min(next_retry_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS DATETIME(6)) FROM outbox_dlq_events GROUP BY source, status;
 -- args: []
 

@@ -528,7 +528,7 @@ SELECT payload FROM outbox_dlq_events
 -- args: [0x01000000000000000000000000000000, " "]
 
 -- Backlog
-SELECT 'outbox', event_type, status, count(*), min(created_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS TIMESTAMP(6)) FROM outbox_dlq_events GROUP BY source, status
+SELECT 'outbox', event_type, status, count(*), min(next_retry_at) FROM outbox_events GROUP BY event_type, status UNION ALL SELECT 'dlq', source, status, count(*), CAST(NULL AS TIMESTAMP(6)) FROM outbox_dlq_events GROUP BY source, status
 /
 -- args: []
 

@@ -20,8 +20,8 @@ SELECT version FROM oncebox_migrations ORDER BY version;
 -- args: []
 
 -- Backlog
-SELECT 'outbox', g.event_type, g.status, g.n, g.created_at FROM (
-    SELECT event_type, status, count(*) AS n, min(created_at) AS m, created_at FROM outbox_events
+SELECT 'outbox', g.event_type, g.status, g.n, g.next_retry_at FROM (
+    SELECT event_type, status, count(*) AS n, min(next_retry_at) AS m, next_retry_at FROM outbox_events
      GROUP BY event_type, status) g
 UNION ALL
 SELECT 'dlq', source, status, count(*), NULL FROM outbox_dlq_events GROUP BY source, status;
