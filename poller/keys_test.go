@@ -2,6 +2,7 @@ package poller_test
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill"
@@ -17,20 +18,26 @@ type keyDroppingPublisher struct{ *recorder }
 // New runs the registered publisher checks on its publisherOut and logs
 // each warning once, at the Info level; a check that panics does not fail
 // New, and a publisher no check knows is not warned about.
+var registerTestChecks sync.Once
+
 func TestNewLogsTheWarningsOfRegisteredPublisherChecks(t *testing.T) {
 	t.Parallel()
-	poller.RegisterPublisherCheck(nil) // ignored
-	poller.RegisterPublisherCheck(func(pub message.Publisher) string {
-		if _, ok := pub.(keyDroppingPublisher); ok {
-			return "publisherOut drops the keys (test check)"
-		}
-		return ""
-	})
-	poller.RegisterPublisherCheck(func(pub message.Publisher) string {
-		if _, ok := pub.(keyDroppingPublisher); ok {
-			panic("a broken check")
-		}
-		return ""
+	// The registry is global and has no unregister: register once per
+	// test binary, so that -count=N does not see each check N times.
+	registerTestChecks.Do(func() {
+		poller.RegisterPublisherCheck(nil) // ignored
+		poller.RegisterPublisherCheck(func(pub message.Publisher) string {
+			if _, ok := pub.(keyDroppingPublisher); ok {
+				return "publisherOut drops the keys (test check)"
+			}
+			return ""
+		})
+		poller.RegisterPublisherCheck(func(pub message.Publisher) string {
+			if _, ok := pub.(keyDroppingPublisher); ok {
+				panic("a broken check")
+			}
+			return ""
+		})
 	})
 	b := setup(t)
 	warnings := func(pub message.Publisher) []string {
