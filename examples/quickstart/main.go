@@ -48,10 +48,15 @@ import (
 )
 
 const (
-	schema    = "oncebox_demo"
 	eventType = "order-created"
 	topic     = "orders"
 )
+
+// schema is the demo's own schema (PostgreSQL) or database (MySQL) on a
+// server: named after the process, so that two demos on one server (two
+// terminals, parallel CI jobs) do not drop each other's tables. It is
+// dropped at the end.
+var schema = fmt.Sprintf("oncebox_demo_%d", os.Getpid())
 
 type options struct {
 	dsn           string
