@@ -24,8 +24,9 @@ type ConsoleInspector interface {
 	// or hold claims, with the claims each holds.
 	ConsoleInstances(ctx context.Context, db wsql.ContextExecutor) ([]ConsoleInstance, error)
 	// ConsoleFingerprints groups the DLQ rows matching f by source, event
-	// type, error class (ConsoleErrorClass) and status, largest groups
-	// first, at most limit groups.
+	// type, error class (the last error with quoted values, ids and
+	// numbers masked: on PostgreSQL the stored error_class column) and
+	// status, largest groups first, at most limit groups.
 	ConsoleFingerprints(ctx context.Context, db wsql.ContextExecutor, f DLQFilter, limit int) ([]ConsoleFingerprint, error)
 	// ConsoleFingerprintIDs returns up to limit ids, in id order after
 	// after (nil: from the first), of the DLQ rows of the group whose

@@ -123,7 +123,7 @@ func TestStatements(t *testing.T) {
 
 	d, err := postgres.New(oncebox.TablesConfig{})
 	require.NoError(t, err)
-	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {5, 0}} {
+	for _, r := range [][2]int{{2, 1}, {-1, 0}, {0, 99}, {6, 0}} {
 		_, err := migrate.Statements(d, r[0], r[1])
 		require.ErrorIs(t, err, oncebox.ErrInvalidInput, "from %d to %d", r[0], r[1])
 		require.ErrorContains(t, err, "from "+strconv.Itoa(r[0]))

@@ -166,7 +166,7 @@ func TestMigrateTwice(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 	require.Empty(t, out.Applied)
-	require.Equal(t, 4, out.CurrentVersion)
+	require.Equal(t, 5, out.CurrentVersion) // PostgreSQL's latest: 0005_dlq_error_class
 }
 
 func TestMissingDSNIsAUsageError(t *testing.T) {

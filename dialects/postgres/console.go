@@ -14,18 +14,6 @@ import (
 
 var _ dialects.ConsoleInspector = (*Dialect)(nil)
 
-// errorClassSQL is the error class of a DLQ row: its last error's first
-// 1,000 characters with quoted values, UUIDs, hexadecimal and decimal
-// numbers masked, so that "order 42: 'abc' timed out" and "order 7: 'x'
-// timed out" fall in one group. Computed per row: the fingerprint view
-// reads every row the filter keeps (see bench/console.go for its cost).
-const errorClassSQL = `regexp_replace(regexp_replace(regexp_replace(regexp_replace(
-       left(coalesce(last_error, ''), 1000),
-       '"[^"]*"|''[^'']*''', '?', 'g'),
-       '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
-       '0[xX][0-9a-fA-F]+', '<hex>', 'g'),
-       '[0-9]+', 'N', 'g')`
-
 // consoleTypes builds ConsoleTypes's statement. Index: the partial indexes
 // on PENDING, IN_PROCESS, FAILED and PROCESSED (updated_at) rows, one
 // bitmap each; the PROCESSED history before processedSince is not read.
@@ -97,19 +85,27 @@ func (d *Dialect) ConsoleInstances(ctx context.Context, db wsql.ContextExecutor)
 }
 
 // consoleFingerprints builds ConsoleFingerprints's statement: the rows
-// matching f (dlqWhere's indexes) grouped by source, type, error class and
-// status. It reads every matching row: a sequential scan or the (status,
-// moved_at, id) index for a status filter; no locks.
+// matching f grouped by source, type, error class and status. The class
+// is the stored error_class column (migration 0005: the last error masked
+// when the row is written). Without a filter the groups are read in the
+// order of the index (source, event_type, error_class, status, id)
+// INCLUDE (moved_at), index-only; with one, through dlqWhere's indexes.
+// Each group's sample error is its newest row's, one index probe a group
+// returned.
 func (d *Dialect) consoleFingerprints(f dialects.DLQFilter, limit int) dialects.Query {
 	conds, args := dlqWhere(f, nil, nil)
 	args = append(args, limit)
-	return dialects.Query{SQL: `SELECT source, event_type, class, status, count(*), max(moved_at), min(last_error)
-  FROM (SELECT source, event_type, status, moved_at, left(coalesce(last_error, ''), 1000) AS last_error,
-               ` + errorClassSQL + ` AS class
-          FROM ` + d.tables.DLQ + sqlkit.WhereClause(conds) + `) g
- GROUP BY source, event_type, class, status
- ORDER BY count(*) DESC, source, event_type, class, status
- LIMIT $` + strconv.Itoa(len(args)), Args: args}
+	return dialects.Query{SQL: `SELECT g.source, g.event_type, g.error_class, g.status, g.n, g.last_moved_at, coalesce(s.last_error, '')
+  FROM (SELECT source, event_type, error_class, status, count(*) AS n, max(moved_at) AS last_moved_at
+          FROM ` + d.tables.DLQ + sqlkit.WhereClause(conds) + `
+         GROUP BY source, event_type, error_class, status
+         ORDER BY count(*) DESC, source, event_type, error_class, status
+         LIMIT $` + strconv.Itoa(len(args)) + `) g
+  LEFT JOIN LATERAL (SELECT left(x.last_error, 1000) AS last_error FROM ` + d.tables.DLQ + ` x
+                      WHERE x.source = g.source AND x.event_type = g.event_type
+                        AND x.error_class = g.error_class AND x.status = g.status
+                      ORDER BY x.id DESC LIMIT 1) s ON true
+ ORDER BY g.n DESC, g.source, g.event_type, g.error_class, g.status`, Args: args}
 }
 
 // ConsoleFingerprints implements dialects.ConsoleInspector.
@@ -134,10 +130,11 @@ func (d *Dialect) ConsoleFingerprints(ctx context.Context, db wsql.ContextExecut
 }
 
 // consoleFingerprintIDs builds ConsoleFingerprintIDs's statement: a page
-// of the group's ids in the given statuses, by the primary key's order.
+// of the group's ids in the given statuses, by the primary key's order,
+// from the index on (source, event_type, error_class, status, id).
 func (d *Dialect) consoleFingerprintIDs(g dialects.ConsoleGroup, statuses []oncebox.DLQStatus, after *oncebox.EventID, limit int) dialects.Query {
 	args := []any{string(g.Source), g.EventType, g.ErrorClass, dlqStatuses(statuses)}
-	conds := "source = $1 AND event_type = $2 AND " + errorClassSQL + " = $3 AND status = ANY($4::text[])"
+	conds := "source = $1 AND event_type = $2 AND error_class = $3 AND status = ANY($4::text[])"
 	if after != nil {
 		args = append(args, d.EncodeID(*after))
 		conds += " AND id > $" + strconv.Itoa(len(args))

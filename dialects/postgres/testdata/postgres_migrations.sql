@@ -141,3 +141,20 @@ CREATE INDEX p_outbox_dlq_events_key_idx
     ON svc.p_outbox_dlq_events (event_type, partition_key, event_id)
  WHERE source = 'publisher' AND status IN ('MOVED', 'TO_RETRY', 'IN_PROCESS');
 
+-- 0005_dlq_error_class.sql #00
+ALTER TABLE svc.p_outbox_dlq_events
+  ADD COLUMN error_class text GENERATED ALWAYS AS (
+    regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+      left(coalesce(last_error, ''), 1000),
+      '"[^"]*"|''[^'']*''', '?', 'g'),
+      '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}', '<id>', 'g'),
+      '0[xX][0-9a-fA-F]+', '<hex>', 'g'),
+      '[0-9]+', 'N', 'g')) STORED;
+
+-- 0005_dlq_error_class.sql #01
+-- The fingerprint view groups the whole table in this index's order
+-- (index-only: moved_at is included for the group's latest), and a
+-- fingerprint's act pages through a group's ids of one status in it.
+CREATE INDEX p_outbox_dlq_events_class_idx
+    ON svc.p_outbox_dlq_events (source, event_type, error_class, status, id) INCLUDE (moved_at);
+
