@@ -15,6 +15,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.29.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/time v0.14.0
 )
 
 require (

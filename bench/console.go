@@ -87,6 +87,17 @@ SELECT id, id, CASE WHEN i % 3 = 0 THEN 'consumer' ELSE 'publisher' END, '', 'ty
 	if err != nil {
 		return nil, err
 	}
+	// The largest fingerprint, for a fingerprint's act: pages of its ids.
+	groups, err := d.ConsoleFingerprints(ctx, db, dialects.DLQFilter{}, 1)
+	if err != nil || len(groups) == 0 {
+		return nil, fmt.Errorf("the largest fingerprint: %d groups, %w", len(groups), err)
+	}
+	largest := groups[0]
+	moved := []oncebox.DLQStatus{largest.Status}
+	firstPage, err := d.ConsoleFingerprintIDs(ctx, db, largest.ConsoleGroup, moved, nil, dlq.MaxIDs)
+	if err != nil || len(firstPage) == 0 {
+		return nil, fmt.Errorf("the largest fingerprint's first page: %d ids, %w", len(firstPage), err)
+	}
 	// A cursor in the middle of the table, for a deep page.
 	mid := dlq.Cursor{MovedAt: start.Add(time.Duration(n/2) * time.Second).Truncate(time.Microsecond)}
 	cases := []struct {
@@ -127,6 +138,14 @@ SELECT id, id, CASE WHEN i % 3 = 0 THEN 'consumer' ELSE 'publisher' END, '', 'ty
 		}},
 		{"fingerprints: moved in the last hour", func() error {
 			_, err := d.ConsoleFingerprints(ctx, db, dialects.DLQFilter{MovedFrom: time.Now().Add(-time.Hour)}, 500)
+			return err
+		}},
+		{fmt.Sprintf("fingerprint act: first page of %d ids of the largest group (%s rows)", dlq.MaxIDs, thousands(int(largest.Count))), func() error {
+			_, err := d.ConsoleFingerprintIDs(ctx, db, largest.ConsoleGroup, moved, nil, dlq.MaxIDs)
+			return err
+		}},
+		{fmt.Sprintf("fingerprint act: the next page of %d ids (keyset)", dlq.MaxIDs), func() error {
+			_, err := d.ConsoleFingerprintIDs(ctx, db, largest.ConsoleGroup, moved, &firstPage[len(firstPage)-1], dlq.MaxIDs)
 			return err
 		}},
 	}

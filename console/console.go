@@ -34,10 +34,6 @@ const (
 	// DefaultProcessedWindow is the overview's "processed in the last …"
 	// when Config.ProcessedWindow is 0.
 	DefaultProcessedWindow = 5 * time.Minute
-	// DefaultFingerprintWindow is how far back the fingerprint page looks
-	// when opened without a filter: it reads and masks every row it keeps
-	// (docs/console.md, "Performance").
-	DefaultFingerprintWindow = 24 * time.Hour
 )
 
 // Config configures the console.
@@ -77,6 +73,15 @@ type Config struct {
 	// Clock is the time of the overview and of sessions; nil is the real
 	// clock.
 	Clock oncebox.Clock
+	// LoginFailures is how many refused logins one client address may
+	// make per LoginWindow; beyond it the login page answers 429 Too Many
+	// Requests with Retry-After, without trying the token. Default
+	// DefaultLoginFailures (5); negative turns the limit off (a proxy in
+	// front that limits already).
+	LoginFailures int
+	// LoginWindow is LoginFailures's window, default DefaultLoginWindow
+	// (a minute): the budget refills at LoginFailures per LoginWindow.
+	LoginWindow time.Duration
 }
 
 // Validate checks cfg as NewHandler does; the error names every field at
@@ -106,6 +111,9 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.ProcessedWindow < 0 {
 		errs = append(errs, fmt.Errorf("Config.ProcessedWindow is negative: %s", cfg.ProcessedWindow))
+	}
+	if cfg.LoginWindow < 0 {
+		errs = append(errs, fmt.Errorf("Config.LoginWindow is negative: %s", cfg.LoginWindow))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: console: %w", oncebox.ErrInvalidConfig, err)
@@ -140,6 +148,9 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	}
 	if ci, ok := cfg.Dialect.(dialects.ConsoleInspector); ok {
 		h.inspector = ci
+	}
+	if cfg.LoginFailures >= 0 {
+		h.logins = newLoginLimiter(cmp.Or(cfg.LoginFailures, DefaultLoginFailures), cmp.Or(cfg.LoginWindow, DefaultLoginWindow))
 	}
 	if err := h.parseTemplates(); err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ type handler struct {
 	mux       *http.ServeMux
 	pages     map[string]*template.Template
 	inspector dialects.ConsoleInspector // nil: the dialect has no console statements
+	logins    *loginLimiter             // nil: no limit (Config.LoginFailures negative)
 }
 
 var pageNames = []string{"login", "overview", "list", "row", "fingerprints", "confirm", "done", "error"}
@@ -413,13 +414,6 @@ type fingerprintView struct {
 func (h *handler) fingerprints(w http.ResponseWriter, r *http.Request, se *session) {
 	if h.inspector == nil {
 		h.fail(w, r, badInput("fingerprints", "the %s dialect has no fingerprint statements", h.cfg.Dialect.Name()))
-		return
-	}
-	if r.URL.RawQuery == "" {
-		// The view masks every row it reads (bench/results/2026-12-05-issue27.md):
-		// by default the last day's rows; the form clears it.
-		from := h.clock.Now().UTC().Add(-DefaultFingerprintWindow).Truncate(time.Second).Format(time.RFC3339)
-		http.Redirect(w, r, h.base+"/fingerprints?moved_from="+url.QueryEscape(from), http.StatusSeeOther)
 		return
 	}
 	ff, f, err := parseFilter(r.URL.Query())

@@ -5,8 +5,10 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -209,6 +211,17 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, h.base+"/", http.StatusSeeOther)
 		return
 	}
+	now := h.clock.Now()
+	addr := clientAddress(r)
+	if h.logins != nil {
+		if wait := h.logins.wait(addr, now); wait > 0 {
+			secs := retryAfter(wait)
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			h.render(w, r, http.StatusTooManyRequests, "login", nil,
+				map[string]any{"Error": fmt.Sprintf("Too many refused tokens from your address: try again in %d s.", secs)})
+			return
+		}
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
 		return
@@ -217,10 +230,12 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 	probe := r.Clone(r.Context())
 	probe.Header.Set("Authorization", "Bearer "+token)
 	if token == "" || h.cfg.Authorize(probe) != nil {
+		if h.logins != nil {
+			h.logins.failed(addr, now)
+		}
 		h.render(w, r, http.StatusUnauthorized, "login", nil, map[string]any{"Error": "That token was refused."})
 		return
 	}
-	now := h.clock.Now()
 	id := h.sessions.add(&session{token: token, csrf: randomToken(), expires: now.Add(h.ttl)}, now)
 	h.setCookie(w, r, id)
 	http.Redirect(w, r, h.base+"/", http.StatusSeeOther)

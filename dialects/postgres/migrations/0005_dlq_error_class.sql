@@ -17,8 +17,11 @@ ALTER TABLE {{.DLQ}}
       '0[xX][0-9a-fA-F]+', '<hex>', 'g'),
       '[0-9]+', 'N', 'g')) STORED;
 
--- The fingerprint view groups the whole table in this index's order
--- (index-only: moved_at is included for the group's latest), and a
--- fingerprint's act pages through a group's ids of one status in it.
+-- A fingerprint's act pages through a group's ids by this index, one
+-- range a page, and the view reads each group's newest error in it. (The
+-- view's grouping of the whole table reads the table itself: a parallel
+-- scan was faster than this index, 0.3 s against 1 s at 1,000,000 rows.)
+-- About 170 MB at 1,000,000 rows with these error texts: each entry holds
+-- its class.
 CREATE INDEX {{.Prefix}}outbox_dlq_events_class_idx
-    ON {{.DLQ}} (source, event_type, error_class, status, id) INCLUDE (moved_at);
+    ON {{.DLQ}} (source, event_type, error_class, status, id);
