@@ -33,12 +33,18 @@ type bundle struct {
 
 func setup(t *testing.T, target string) *bundle {
 	t.Helper()
+	return setupDialect(t, target, func(d dialects.Dialect) dialects.Dialect { return d })
+}
+
+// setupDialect is setup with the console given dialect(the target's dialect).
+func setupDialect(t *testing.T, target string, dialect func(dialects.Dialect) dialects.Dialect) *bundle {
+	t.Helper()
 	env := dbtest.TargetNamed(t, target).New(t)
 	st, err := dlq.NewStore(env.Beginner, dlq.Config{Dialect: env.Dialect})
 	require.NoError(t, err)
 	auth, err := dlq.BearerToken(token)
 	require.NoError(t, err)
-	h, err := console.NewHandler(console.Config{Store: st, DB: env.Beginner, Dialect: env.Dialect, Authorize: auth})
+	h, err := console.NewHandler(console.Config{Store: st, DB: env.Beginner, Dialect: dialect(env.Dialect), Authorize: auth})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -238,11 +244,13 @@ func TestAuthorizeIsAskedOnEveryRequest(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, status)
 }
 
-// TestADialectWithoutConsoleStatements (MySQL) still gets the overview's
-// counts and the lists; the fingerprint page says why it is missing.
+// TestADialectWithoutConsoleStatements (Oracle today: here MySQL's
+// dialect with its ConsoleInspector methods hidden) still gets the
+// overview's counts and the lists; the fingerprint page says why it is
+// missing.
 func TestADialectWithoutConsoleStatements(t *testing.T) {
 	t.Parallel()
-	b := setup(t, "mysql")
+	b := setupDialect(t, "mysql", func(d dialects.Dialect) dialects.Dialect { return struct{ dialects.Dialect }{d} })
 	b.park(t, "order-created", "boom")
 	c, _ := b.session(t)
 	status, body := b.get(t, c, "/")
@@ -254,6 +262,25 @@ func TestADialectWithoutConsoleStatements(t *testing.T) {
 	status, body = b.get(t, c, "/fingerprints")
 	require.Equal(t, http.StatusBadRequest, status)
 	require.Contains(t, body, "no fingerprint statements")
+}
+
+// TestTheConsoleOnMySQL: the overview's line per type and the
+// fingerprints, classed in Go (dialects.ErrorClass) as PostgreSQL classes
+// them in SQL.
+func TestTheConsoleOnMySQL(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "mysql")
+	b.park(t, "e", `order 42 "abc": row 01a24612-b59c-745e-960b-48b239c6003c locked at 0xDEAD`)
+	b.park(t, "e", `order 7 'x y': row 01a24612-0000-745e-960b-48b239c6003d locked at 0x1F`)
+	b.park(t, "e", `other`)
+	c, _ := b.session(t)
+	status, body := b.get(t, c, "/fingerprints")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, `data-count="2"`)
+	require.Contains(t, body, `<code class="class">order N ?: row &lt;id&gt; locked at &lt;hex&gt;</code>`)
+	status, body = b.get(t, c, "/")
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "<th>Oldest due</th>", "the full overview")
 }
 
 // TestBadInputIsAClearError names the parameter, never a 500.

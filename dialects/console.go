@@ -2,7 +2,9 @@ package dialects
 
 import (
 	"context"
+	"regexp"
 	"time"
+	"unicode/utf8"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
@@ -14,7 +16,7 @@ import (
 // the relay instances and their claims, the DLQ grouped by fingerprint and
 // an outbox row's state. Only reads: every status change goes through the
 // DLQ store. A dialect that does not implement it gets a console without
-// these views. PostgreSQL implements it.
+// these views. PostgreSQL, MySQL and SQLite implement it.
 type ConsoleInspector interface {
 	// ConsoleTypes returns, per event type that has rows PENDING,
 	// IN_PROCESS or FAILED or rows PROCESSED since processedSince, the
@@ -24,9 +26,8 @@ type ConsoleInspector interface {
 	// or hold claims, with the claims each holds.
 	ConsoleInstances(ctx context.Context, db wsql.ContextExecutor) ([]ConsoleInstance, error)
 	// ConsoleFingerprints groups the DLQ rows matching f by source, event
-	// type, error class (the last error with quoted values, ids and
-	// numbers masked: on PostgreSQL the stored error_class column) and
-	// status, largest groups first, at most limit groups.
+	// type, error class (ErrorClass: on PostgreSQL the stored error_class
+	// column) and status, largest groups first, at most limit groups.
 	ConsoleFingerprints(ctx context.Context, db wsql.ContextExecutor, f DLQFilter, limit int) ([]ConsoleFingerprint, error)
 	// ConsoleFingerprintIDs returns up to limit ids, in id order after
 	// after (nil: from the first), of the DLQ rows of the group whose
@@ -85,4 +86,41 @@ type ConsoleEvent struct {
 	RetryCount int
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+}
+
+// The masks of ErrorClass, in the order they apply: PostgreSQL's stored
+// error_class column (migration 0005) applies the same four expressions.
+var (
+	classQuoted = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+	classUUID   = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+	classHex    = regexp.MustCompile(`0[xX][0-9a-fA-F]+`)
+	classNumber = regexp.MustCompile(`[0-9]+`)
+)
+
+// ErrorClassChars is how many characters of an error ErrorClass keeps.
+const ErrorClassChars = 1000
+
+// ErrorClass is the class of a DLQ row's last error, the fingerprint the
+// console groups rows by: its first ErrorClassChars characters with quoted
+// values ("…" or '…') replaced by ?, UUIDs by <id>, hexadecimal numbers
+// (0x…) by <hex> and decimal numbers by N, so that "order 42: 'abc' timed
+// out" and "order 7: 'x' timed out" have one class. PostgreSQL computes
+// the same in SQL, once per row (the stored column error_class); the
+// other databases' console statements call this.
+func ErrorClass(lastError string) string {
+	s := lastError
+	if utf8.RuneCountInString(s) > ErrorClassChars {
+		n := 0
+		for i := range s {
+			if n == ErrorClassChars {
+				s = s[:i]
+				break
+			}
+			n++
+		}
+	}
+	s = classQuoted.ReplaceAllLiteralString(s, "?")
+	s = classUUID.ReplaceAllLiteralString(s, "<id>")
+	s = classHex.ReplaceAllLiteralString(s, "<hex>")
+	return classNumber.ReplaceAllLiteralString(s, "N")
 }

@@ -1,6 +1,7 @@
 package dialecttest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -25,6 +26,7 @@ type dlqRow struct {
 	eventType string
 	movedAt   time.Time
 	noEventID bool
+	err       string // default "boom"
 }
 
 // insertDLQ writes r through the dialect's own upsert, then sets its side,
@@ -46,7 +48,7 @@ func (s *suite) insertDLQ(t *testing.T, r dlqRow) oncebox.EventID {
 	}
 	row := dialects.DLQRow{ID: id, EventID: &id, EventType: r.eventType, Topic: r.eventType + "-topic", Key: "k1",
 		MessageUUID: "msg-" + id.String(), Payload: []byte(`{"n":1}`), Metadata: `{"oncebox_event_id":"` + id.String() + `","a":"b"}`,
-		Error: "boom", FailedAt: r.movedAt.Add(-time.Minute)}
+		Error: cmp.Or(r.err, "boom"), FailedAt: r.movedAt.Add(-time.Minute)}
 	if r.noEventID {
 		row.EventID = nil
 	}

@@ -12,6 +12,7 @@ var tests = []struct {
 }{
 	{"TestOperationsAreAtomicAtEveryStatement", testOperationsAreAtomicAtEveryStatement},
 	{"TestBacklog", testBacklog},
+	{"TestConsoleInspector", testConsoleInspector},
 	{"TestDelayedEventsAreRelayedAtTheirTime", testDelayedEventsAreRelayedAtTheirTime},
 	{"TestDelayBoundsRefuseTheWholeCall", testDelayBoundsRefuseTheWholeCall},
 	{"TestDelayNewPublisherWrapsTheOutbox", testDelayNewPublisherWrapsTheOutbox},

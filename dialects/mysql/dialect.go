@@ -37,6 +37,7 @@ type Dialect struct {
 	dlqStoreRunner
 	migratorRunner
 	inspectorRunner
+	consoleRunner
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -76,7 +77,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
-	d.migratorRunner, d.inspectorRunner = d.migrator(), d.inspector()
+	d.migratorRunner, d.inspectorRunner, d.consoleRunner = d.migrator(), d.inspector(), d.console()
 	return d, nil
 }
 
@@ -125,6 +126,7 @@ type (
 	dlqStoreRunner  = sqlkit.DLQStore
 	migratorRunner  = sqlkit.Migrator
 	inspectorRunner = sqlkit.Inspector
+	consoleRunner   = sqlkit.Console
 )
 
 // Database is MySQL and MariaDB as the registry lists them.

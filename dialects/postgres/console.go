@@ -31,23 +31,10 @@ func (d *Dialect) consoleTypes(now, processedSince time.Time) dialects.Query {
  ORDER BY event_type`, Args: []any{now, processedSince}}
 }
 
-// ConsoleTypes implements dialects.ConsoleInspector.
+// ConsoleTypes implements dialects.ConsoleInspector (the scan is the
+// other databases').
 func (d *Dialect) ConsoleTypes(ctx context.Context, db wsql.ContextExecutor, now, processedSince time.Time) ([]dialects.ConsoleType, error) {
-	q := d.consoleTypes(now, processedSince)
-	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []dialects.ConsoleType
-	for rows.Next() {
-		var t dialects.ConsoleType
-		if err := rows.Scan(&t.EventType, &t.Pending, &t.InProcess, &t.Failed, &t.OldestDue, &t.Processed); err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, sqlkit.RowsErr(rows)
+	return sqlkit.Console{S: sqlkit.ConsoleStatements{Types: d.consoleTypes}}.ConsoleTypes(ctx, db, now, processedSince)
 }
 
 // consoleInstances builds ConsoleInstances's statement: the heartbeats,

@@ -42,6 +42,7 @@ type Dialect struct {
 	dlqStoreRunner
 	migratorRunner
 	inspectorRunner
+	consoleRunner
 }
 
 var _ dialects.Dialect = (*Dialect)(nil)
@@ -79,7 +80,7 @@ func New(cfg oncebox.TablesConfig) (*Dialect, error) {
 		InstanceEnd:           d.instanceEnd,
 		InstancesDeleteBefore: d.instancesDeleteBefore,
 	}}
-	d.migratorRunner, d.inspectorRunner = d.migrator(), d.inspector()
+	d.migratorRunner, d.inspectorRunner, d.consoleRunner = d.migrator(), d.inspector(), d.console()
 	return d, nil
 }
 
@@ -110,6 +111,7 @@ type (
 	dlqStoreRunner  = sqlkit.DLQStore
 	migratorRunner  = sqlkit.Migrator
 	inspectorRunner = sqlkit.Inspector
+	consoleRunner   = sqlkit.Console
 )
 
 // Database is SQLite as the registry lists it. Its URL scheme is
