@@ -51,9 +51,9 @@ func runSoak(ctx context.Context, _ *env) ([]row, error) {
 	res, err := soak.Run(ctx, soak.Options{DSN: dsn, Duration: soakDuration, Rate: soakRate, CleanUpTTL: soakCleanUpTTL,
 		Interval: soakInterval,
 		Progress: func(s soak.Sample) {
-			fmt.Fprintf(stderr, "bench: soak: %s %3d: table %.1f MB, indexes %.1f MB, live %d, dead %d, autovacuums %d, %d statements, %d xacts, load %.2f\n",
+			fmt.Fprintf(stderr, "bench: soak: %s %3d: table %.1f MB, indexes %.1f MB, live %d, dead %d, autovacuums %d, %d statements, %d xacts, committed %d, delivered %d, load %.2f\n",
 				time.Now().UTC().Format("15:04:05"), s.Index, float64(s.TableBytes)/(1<<20), float64(s.IndexBytes)/(1<<20),
-				s.Live, s.Dead, s.AutoVacuums, s.Statements, s.Xacts, s.Load1)
+				s.Live, s.Dead, s.AutoVacuums, s.Statements, s.Xacts, s.CommittedSoFar, s.DeliveredSoFar, s.Load1)
 		}})
 	if res != nil {
 		fmt.Fprintf(stderr, "bench: soak: per interval:\n%s", res.Table())

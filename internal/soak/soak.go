@@ -132,6 +132,9 @@ type Sample struct {
 	Xacts int64
 	// Load1 is the machine's 1-minute load average at the interval's end.
 	Load1 float64
+	// CommittedSoFar and DeliveredSoFar are the running totals at the
+	// interval's end (CommittedSoFar counts every Run of the process).
+	CommittedSoFar, DeliveredSoFar int64
 }
 
 // StatementsPerEvent is Statements / Committed.
@@ -332,6 +335,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			FROM pg_stat_user_tables WHERE relid = $1::regclass`, table).
 			Scan(&s.TableBytes, &s.IndexBytes, &s.TotalBytes, &s.Live, &s.Dead, &s.AutoVacuums)
 		s.Load1 = load1()
+		s.CommittedSoFar = committedSoFar.Load()
+		s.DeliveredSoFar = out.received.Load()
 		mu.Lock()
 		samples = append(samples, s)
 		mu.Unlock()
@@ -374,6 +379,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	timer := time.NewTimer(0)
 pace:
 	for i := range total {
+		// A machine that cannot keep the rate falls behind the schedule:
+		// the run still ends at Duration, with fewer events (Result.Rate).
+		if time.Since(start) >= o.Duration {
+			break
+		}
 		timer.Reset(time.Until(start.Add(time.Duration(float64(i) * period))))
 		select {
 		case <-timer.C:
@@ -485,9 +495,14 @@ func produce(ctx context.Context, pool *pgxpool.Pool, d *postgres.Dialect, seq i
 	})
 	if err == nil {
 		l.committed[seq].Store(true)
+		committedSoFar.Add(1)
 	}
 	return err
 }
+
+// committedSoFar counts the commits of every Run in the process, for the
+// progress lines.
+var committedSoFar atomic.Int64
 
 // payload is a small order-like JSON body.
 var payload = []byte(`{"order_id":"8d5f5a8e-6a43-4f7e-9b0e-2f1f5c3b2a10","customer":"c-1042","total":"129.90","currency":"EUR","lines":3}`)
