@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
 	{"ordering", "per-key ordering: one type with 1,000 keys, ordered vs unordered, and one key, drained by one tuned poller to a no-op publisher", runOrdering},
 	{"console", "the operator's console over a DLQ of 1,000,000 rows: the dead letters list (first page, filtered, a deep keyset page), its count and the fingerprint view, each query's median of 5 runs vs a count(*) of the table; the plans on stderr", runConsole},
+	{"soak", "a steady load (-soak-rate events/s for -soak-duration) on a cluster of its own with autovacuum on: commit-to-publish p50/p99, outbox size, dead tuples and statements per event, per interval; exactly once checked at the end (not in the default run)", runSoak},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
@@ -68,6 +69,10 @@ func run() error {
 			"how long the backlog scenario lets Watermill's forwarder drain its largest backlog (300,000 rows at scale 1); what it delivered by then is the figure")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	)
+	flag.DurationVar(&soakDuration, "soak-duration", 60*time.Minute, "how long the soak scenario produces")
+	flag.IntVar(&soakRate, "soak-rate", 2000, "the soak scenario's steady load, events per second")
+	flag.DurationVar(&soakCleanUpTTL, "soak-clean-up-ttl", time.Minute, "the soak scenario's outbox clean-up ttl")
+	flag.DurationVar(&soakInterval, "soak-interval", time.Minute, "the soak scenario's sampling interval")
 	flag.Parse()
 	if *cpuProf != "" {
 		f, err := os.Create(*cpuProf)
@@ -98,7 +103,7 @@ func run() error {
 
 	rep := report{Started: time.Now().UTC(), Machine: machine()}
 	for _, s := range scenarios {
-		if *only != "" && !contains(strings.Split(*only, ","), s.name) {
+		if (*only == "" && s.name == "soak") || (*only != "" && !contains(strings.Split(*only, ","), s.name)) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: running %s…\n", s.name)
