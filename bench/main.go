@@ -44,6 +44,7 @@ var scenarios = []scenario{
 	{"ordering", "per-key ordering: one type with 1,000 keys, ordered vs unordered, and one key, drained by one tuned poller to a no-op publisher", runOrdering},
 	{"console", "the operator's console over a DLQ of 1,000,000 rows: the dead letters list (first page, filtered, a deep keyset page), its count and the fingerprint view, each query's median of 5 runs vs a count(*) of the table; the plans on stderr", runConsole},
 	{"soak", "a steady load (-soak-rate events/s for -soak-duration) on a cluster of its own with autovacuum on: commit-to-publish p50/p99, outbox size, dead tuples and statements per event, per interval; exactly once checked at the end (not in the default run)", runSoak},
+	{"writes", "writes per event on PostgreSQL (issue 28): today's claim + mark PROCESSED (+ the clean-up's delete), claim + DELETE on finalize, and one DELETE … FOR UPDATE SKIP LOCKED … RETURNING in a transaction held during the send, each against the raw claim-and-mark loop, 100,000 rows, batch 1,000, medians of 5 rounds; rows/s and bytes of WAL per event", runWrites},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
