@@ -8,6 +8,7 @@
 //	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
 //	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
 //	go run ./bench -scenarios relay -cpuprofile /tmp/relay.pprof   # with a CPU profile
+//	go run ./bench -own-cluster -scenarios relay,xmin   # on a throw-away cluster, autovacuum on (root)
 package main
 
 import (
@@ -43,6 +44,7 @@ var scenarios = []scenario{
 	{"brokers", "relay throughput to Kafka (in-process kfake) and RabbitMQ with confirms: oncebox poller vs Watermill's forwarder", runBrokers},
 	{"ordering", "per-key ordering: one type with 1,000 keys, ordered vs unordered, and one key, drained by one tuned poller to a no-op publisher", runOrdering},
 	{"console", "the operator's console over a DLQ of 1,000,000 rows: the dead letters list (first page, filtered, a deep keyset page), its count and the fingerprint view, each query's median of 5 runs vs a count(*) of the table; the plans on stderr", runConsole},
+	{"xmin", "a held xmin horizon: producers at a steady rate, a relay loop (the dialect's Claim, timed, and MarkProcessed), sampled every 15 s: the claim's p50/p95, dead and live tuples, autovacuums, table and index size; without and with a session holding a REPEATABLE READ transaction with an xid open; needs autovacuum on (-own-cluster), partitions not built", runXmin},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
@@ -67,6 +69,8 @@ func run() error {
 		fwdDL   = flag.Duration("forwarder-deadline", 2*time.Minute,
 			"how long the backlog scenario lets Watermill's forwarder drain its largest backlog (300,000 rows at scale 1); what it delivered by then is the figure")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+		own     = flag.Bool("own-cluster", false,
+			"run the PostgreSQL scenarios on a throw-away primary with autovacuum on, made by scripts/pgcluster.sh (as root) and removed when the run ends, on an error or an interrupt too; -postgres is then ignored")
 	)
 	flag.Parse()
 	if *cpuProf != "" {
@@ -89,6 +93,20 @@ func run() error {
 	context.AfterFunc(ctx, stop)
 	fmt.Fprintf(stderr, "bench: this run's scratch schema (and MariaDB database): %s\n", benchSchema)
 
+	server := "the server of -postgres"
+	if *own {
+		c, err := newOwnCluster()
+		// Deferred before the error check: a creation that failed half-way
+		// is removed too, and so is the cluster on an interrupt (ctx is
+		// cancelled, run returns, the deferred calls run).
+		defer c.remove()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: -own-cluster: %s at %s (autovacuum on)\n", c.name, c.dsn)
+		*dsn = c.dsn
+		server = "an own cluster " + c.name + " (scripts/pgcluster.sh, autovacuum on)"
+	}
 	e, err := newEnv(ctx, *dsn, *mariadb, *scale)
 	if err != nil {
 		return err
@@ -96,7 +114,7 @@ func run() error {
 	defer e.close()
 	e.forwarderDeadline = *fwdDL
 
-	rep := report{Started: time.Now().UTC(), Machine: machine()}
+	rep := report{Started: time.Now().UTC(), Machine: machine() + ", PostgreSQL: " + server + ", autovacuum " + e.autovacuum(ctx)}
 	for _, s := range scenarios {
 		if *only != "" && !contains(strings.Split(*only, ","), s.name) {
 			continue
