@@ -95,7 +95,7 @@ func run() error {
 
 	server := "the server of -postgres"
 	if *own {
-		c, err := newOwnCluster()
+		c, err := newOwnCluster(ctx)
 		// Deferred before the error check: a creation that failed half-way
 		// is removed too, and so is the cluster on an interrupt (ctx is
 		// cancelled, run returns, the deferred calls run).

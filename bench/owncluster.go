@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -18,6 +19,9 @@ import (
 // scripts/pgcluster.sh (pg_createcluster on a free port, as root) for the
 // -own-cluster flag: the PostgreSQL scenarios run on it instead of the
 // machine's server, whose autovacuum is off.
+// createTimeout bounds the creation of the cluster.
+const createTimeout = 3 * time.Minute
+
 type ownCluster struct {
 	name string
 	dsn  string
@@ -41,17 +45,24 @@ func fileExists(p string) bool {
 
 // newOwnCluster creates the cluster. The caller defers remove before it
 // checks the error: a creation that fails half-way (a cluster made, the
-// database not) leaves nothing behind either. The script is not given ctx:
-// an interrupt during the creation lets it finish, and remove then drops
-// what it made, instead of killing pg_createcluster half-way.
-func newOwnCluster() (*ownCluster, error) {
+// database not) leaves nothing behind either. The script is given ctx,
+// and at most createTimeout: a creation waiting on the
+// script's lock behind another one, or an interrupt, kills the script's whole
+// process group, and remove then drops whatever it made.
+func newOwnCluster(ctx context.Context) (*ownCluster, error) {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	c := &ownCluster{name: fmt.Sprintf("ob_bench_%d_%x", os.Getpid(), b)}
 	if os.Geteuid() != 0 {
 		return c, fmt.Errorf("-own-cluster: pg_createcluster needs root; this runs as uid %d", os.Geteuid())
 	}
-	cmd := exec.Command("bash", pgclusterScript(), "create", c.name)
+	ctx, cancel := context.WithTimeout(ctx, createTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", pgclusterScript(), "create", c.name)
+	// Its own process group, killed whole: pg_createcluster, flock and
+	// psql are the script's children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -36,7 +36,12 @@ export PATH="$PATH:/usr/sbin:/sbin"
 
 VERSION=${PG_VERSION:-15}
 BASE=/tmp/oncebox-pgcluster
-LOCK=$BASE/.lock
+# The creations' lock. Every command run under it closes fd 9 (9>&-): a
+# server or a PgBouncer started with the lock's descriptor inherited holds
+# the lock for its whole life, and every other creation waits for it (the
+# old name, .lock, may still be held so by servers an older version of this
+# script started).
+LOCK=$BASE/.create.lock
 
 die() { echo "pgcluster: $*" >&2; exit 1; }
 has() { command -v "$1" >/dev/null 2>&1; }
@@ -125,7 +130,7 @@ EOF
   printf '"postgres" ""\n"root" ""\n' >"$dir/userlist.txt"
   echo "$port" >"$dir/pgbouncer.port"
   chown -R postgres:postgres "$dir"
-  as_pg pgbouncer -d "$dir/pgbouncer.ini" || die "pgbouncer did not start (see $dir/pgbouncer.log)"
+  as_pg pgbouncer -d "$dir/pgbouncer.ini" 9>&- || die "pgbouncer did not start (see $dir/pgbouncer.log)"
   local i
   for i in $(seq 1 80); do port_open "$port" && break; sleep 0.25; done
   port_open "$port" || die "pgbouncer did not listen on $port (see $dir/pgbouncer.log)"
@@ -162,7 +167,7 @@ case $cmd in
     [ -z "$(cluster_port "$name")" ] || die "cluster $VERSION/$name exists already (pgcluster.sh remove $name)"
     p=$(free_port)
     create_cluster "$name" "$p"
-    pg_ctlcluster "$VERSION" "$name" start
+    pg_ctlcluster "$VERSION" "$name" start 9>&-
     wait_ready "$p"
     as_pg createdb -h 127.0.0.1 -p "$p" test
     echo "PRIMARY_PORT=$p"
@@ -178,7 +183,7 @@ case $cmd in
       # The replica names itself in primary_conninfo: the primary's
       # synchronous_standby_names and pg_stat_replication know it by it.
       echo "primary_conninfo = 'host=127.0.0.1 port=$p user=postgres application_name=$r'" >>"$rdata/postgresql.auto.conf"
-      pg_ctlcluster "$VERSION" "$r" start
+      pg_ctlcluster "$VERSION" "$r" start 9>&-
       wait_ready "$rp"
       if [ $sync = 1 ]; then
         as_pg psql -h 127.0.0.1 -p "$p" -d postgres -qc "ALTER SYSTEM SET synchronous_standby_names = '$r'" \
