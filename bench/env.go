@@ -124,3 +124,13 @@ func freshSchemaOn(ctx context.Context, pool *pgxpool.Pool) (*postgres.Dialect, 
 	}
 	return d, migrate.Migrate(ctx, wsql.BeginnerFromPgx(pool), d)
 }
+
+// autovacuum returns the server's autovacuum setting ("on", "off", or why
+// it could not be read).
+func (e *env) autovacuum(ctx context.Context) string {
+	var v string
+	if err := e.pool.QueryRow(ctx, "SHOW autovacuum").Scan(&v); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return v
+}

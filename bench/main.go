@@ -8,6 +8,7 @@
 //	go run ./bench -scale 0.2 -out /tmp/b   # a quick smoke run
 //	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
 //	go run ./bench -scenarios relay -cpuprofile /tmp/relay.pprof   # with a CPU profile
+//	go run ./bench -own-cluster -scenarios relay,xmin   # on a throw-away cluster, autovacuum on (root)
 package main
 
 import (
@@ -45,6 +46,7 @@ var scenarios = []scenario{
 	{"console", "the operator's console over a DLQ of 1,000,000 rows: the dead letters list (first page, filtered, a deep keyset page), its count and the fingerprint view, each query's median of 5 runs vs a count(*) of the table; the plans on stderr", runConsole},
 	{"soak", "a steady load (-soak-rate events/s for -soak-duration) on a cluster of its own with autovacuum on: commit-to-publish p50/p99, outbox size, dead tuples and statements per event, per interval; exactly once checked at the end (not in the default run)", runSoak},
 	{"writes", "writes per event on PostgreSQL (issue 28): today's claim + mark PROCESSED (+ the clean-up's delete), claim + DELETE on finalize, and one DELETE … FOR UPDATE SKIP LOCKED … RETURNING in a transaction held during the send, each against the raw claim-and-mark loop, 100,000 rows, batch 1,000, medians of 5 rounds; rows/s and bytes of WAL per event", runWrites},
+	{"xmin", "a held xmin horizon: producers at a steady rate, a relay loop (the dialect's Claim, timed, and MarkProcessed), sampled every 15 s: the claim's p50/p95, dead and live tuples, autovacuums, table and index size; without and with a session holding a REPEATABLE READ transaction with an xid open; needs autovacuum on (-own-cluster), partitions not built", runXmin},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 
@@ -69,6 +71,8 @@ func run() error {
 		fwdDL   = flag.Duration("forwarder-deadline", 2*time.Minute,
 			"how long the backlog scenario lets Watermill's forwarder drain its largest backlog (300,000 rows at scale 1); what it delivered by then is the figure")
 		cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+		own     = flag.Bool("own-cluster", false,
+			"run the PostgreSQL scenarios on a throw-away primary with autovacuum on, made by scripts/pgcluster.sh (as root) and removed when the run ends, on an error or an interrupt too; -postgres is then ignored")
 	)
 	flag.DurationVar(&soakDuration, "soak-duration", 60*time.Minute, "how long the soak scenario produces")
 	flag.IntVar(&soakRate, "soak-rate", 2000, "the soak scenario's steady load, events per second")
@@ -95,6 +99,20 @@ func run() error {
 	context.AfterFunc(ctx, stop)
 	fmt.Fprintf(stderr, "bench: this run's scratch schema (and MariaDB database): %s\n", benchSchema)
 
+	server := "the server of -postgres"
+	if *own {
+		c, err := newOwnCluster(ctx)
+		// Deferred before the error check: a creation that failed half-way
+		// is removed too, and so is the cluster on an interrupt (ctx is
+		// cancelled, run returns, the deferred calls run).
+		defer c.remove()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: -own-cluster: %s at %s (autovacuum on)\n", c.name, c.dsn)
+		*dsn = c.dsn
+		server = "an own cluster " + c.name + " (scripts/pgcluster.sh, autovacuum on)"
+	}
 	e, err := newEnv(ctx, *dsn, *mariadb, *scale)
 	if err != nil {
 		return err
@@ -102,7 +120,7 @@ func run() error {
 	defer e.close()
 	e.forwarderDeadline = *fwdDL
 
-	rep := report{Started: time.Now().UTC(), Machine: machine()}
+	rep := report{Started: time.Now().UTC(), Machine: machine() + ", PostgreSQL: " + server + ", autovacuum " + e.autovacuum(ctx)}
 	for _, s := range scenarios {
 		if (*only == "" && s.name == "soak") || (*only != "" && !contains(strings.Split(*only, ","), s.name)) {
 			continue

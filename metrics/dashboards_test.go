@@ -119,6 +119,9 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	bc, err := metrics.NewBacklogCollector(s.Beginner, s.Dialect, metrics.BacklogConfig{Clock: clock})
 	require.NoError(t, err)
 	require.NoError(t, reg.Register(bc))
+	xc, err := metrics.NewXminCollector(s.Beginner, metrics.XminConfig{Clock: clock})
+	require.NoError(t, err)
+	require.NoError(t, reg.Register(xc))
 	moveToDLQ(t, s, clock.Now(), 1) // nothing FAILED; the DLQ stays empty
 	_, err = s.Pool.Exec(t.Context(), "UPDATE "+s.Dialect.Tables().Events+" SET status = 'FAILED'")
 	require.NoError(t, err)
@@ -481,7 +484,11 @@ func TestEnclosingParser(t *testing.T) {
 
 // notOnADashboard are the documented metrics no dashboard shows, each with
 // why.
-var notOnADashboard = map[string]string{}
+var notOnADashboard = map[string]string{
+	metrics.NamePostgresOldestXminAge:     "a server-wide PostgreSQL gauge for the database's dashboard and alerts, not the relay's (docs/postgresql.md)",
+	metrics.NamePostgresOldestXminAgeXids: "a server-wide PostgreSQL gauge for the database's dashboard and alerts, not the relay's (docs/postgresql.md)",
+	metrics.NamePostgresXminRefreshErrors: "the xmin collector's own health, beside its gauges",
+}
 
 // documentedMetric is a row of a metrics table of docs/metrics.md.
 var documentedMetric = regexp.MustCompile("(?m)^\\| `(oncebox_[a-z0-9_]+)`")

@@ -1,7 +1,8 @@
 // Package metrics exposes what oncebox does as Prometheus metrics: poller
 // hooks (NewPollerHooks), inbox hooks (NewInboxHooks, InboxHooks.OnCleanerRun),
-// poison queue hooks (NewPoisonHooks), DLQ action hooks (NewDLQActionHooks)
-// and backlog gauges computed by cached COUNT queries (NewBacklogCollector).
+// poison queue hooks (NewPoisonHooks), DLQ action hooks (NewDLQActionHooks),
+// backlog gauges computed by cached COUNT queries (NewBacklogCollector) and,
+// on PostgreSQL, the age of the oldest xmin holder (NewXminCollector).
 //
 // It lives in its own package so that programs which do not use Prometheus
 // do not link client_golang. See docs/metrics.md.
@@ -53,6 +54,10 @@ const (
 	NameDLQEvents                 = "oncebox_dlq_events"
 	NameBacklogRefreshErrors      = "oncebox_backlog_refresh_errors_total"
 	NameBacklogLastRefreshSuccess = "oncebox_backlog_last_refresh_success_timestamp_seconds"
+
+	NamePostgresOldestXminAge     = "oncebox_postgres_oldest_xmin_age_seconds"
+	NamePostgresOldestXminAgeXids = "oncebox_postgres_oldest_xmin_age_xids"
+	NamePostgresXminRefreshErrors = "oncebox_postgres_xmin_refresh_errors_total"
 )
 
 // names lists every metric name above; the registration code builds its
@@ -68,6 +73,7 @@ var names = []string{
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,
 	NameOutboxEvents, NameOutboxOldestPendingAge, NameDLQEvents, NameBacklogRefreshErrors,
 	NameBacklogLastRefreshSuccess,
+	NamePostgresOldestXminAge, NamePostgresOldestXminAgeXids, NamePostgresXminRefreshErrors,
 }
 
 // reuse registers c with reg and returns it, or returns the collector of
