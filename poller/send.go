@@ -2,7 +2,6 @@ package poller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
 // BatchPublisher is an optional extension of message.Publisher for
@@ -123,9 +123,14 @@ type result struct {
 func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message, error) {
 	msg := message.NewMessage(e.MessageUUID, e.Payload)
 	if len(e.Metadata) > 0 {
-		if err := json.Unmarshal(e.Metadata, &msg.Metadata); err != nil {
+		// metadata.Decode leaves what it is given as json.Unmarshal would
+		// leave msg.Metadata, the empty map NewMessage made, without its
+		// reflection (issue 28: most of the relay's CPU in a no-op drain).
+		md, err := metadata.Decode(e.Metadata)
+		if err != nil {
 			return nil, fmt.Errorf("event %s: metadata is not a JSON object of strings: %w", e.ID, err)
 		}
+		msg.Metadata = md
 	}
 	msg.SetContext(ctx)
 	return msg, nil
