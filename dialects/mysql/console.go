@@ -20,12 +20,9 @@ func (d *Dialect) console() sqlkit.Console {
 		Types: func(now, since time.Time) dialects.Query {
 			return dialects.Query{SQL: sqlkit.ConsoleTypesSQL(d.tables, "?", "?"), Args: []any{sqlkit.MicroUTC(now), sqlkit.MicroUTC(since)}}
 		},
-		Heartbeats: sqlkit.ConsoleHeartbeats(d.tables),
-		Claims:     sqlkit.ConsoleClaims(d.tables),
-		Errors: func(f dialects.DLQFilter) dialects.Query {
-			conds, args := mysqlDLQWhere(f, nil, nil)
-			return dialects.Query{SQL: sqlkit.ConsoleErrorsSQL(d.tables, conds), Args: args}
-		},
+		Heartbeats:  sqlkit.ConsoleHeartbeats(d.tables),
+		Claims:      sqlkit.ConsoleClaims(d.tables),
+		Errors:      d.consoleErrors,
 		GroupErrors: d.consoleGroupErrors,
 		OutboxEvent: func(id oncebox.EventID) dialects.Query {
 			return dialects.Query{SQL: sqlkit.ConsoleOutboxEventSQL(d.tables, "?"), Args: []any{d.EncodeID(id)}}
@@ -43,4 +40,16 @@ func (d *Dialect) consoleGroupErrors(source oncebox.DLQSource, eventType string,
 		args = append(args, d.EncodeID(*after))
 	}
 	return dialects.Query{SQL: sqlkit.ConsoleGroupErrorsSQL(d.tables, conds, "?"), Args: append(args, limit)}
+}
+
+// consoleErrors builds a keyset page of the fingerprint view: the rows
+// matching f after an id, in id order. Index: the primary key, filtered
+// (or dlqWhere's indexes when f is narrow).
+func (d *Dialect) consoleErrors(f dialects.DLQFilter, after *oncebox.EventID, limit int) dialects.Query {
+	conds, args := mysqlDLQWhere(f, nil, nil)
+	if after != nil {
+		conds = append(conds, "id > ?")
+		args = append(args, d.EncodeID(*after))
+	}
+	return dialects.Query{SQL: sqlkit.ConsoleErrorsSQL(d.tables, conds, "?"), Args: append(args, limit)}
 }

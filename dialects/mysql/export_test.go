@@ -7,6 +7,7 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
 func (d *Dialect) DLQDeleteID(id oncebox.EventID) dialects.Query { return d.dlqDeleteID(id) }
@@ -184,3 +185,7 @@ func RelayExec(ctx context.Context, db wsql.Beginner, q dialects.Query) (int64, 
 func (d *Dialect) NextDueSQL(eventType string, now time.Time) dialects.Query {
 	return d.eventsNextDue(eventType, now)
 }
+
+// ConsoleStatements are the console's statement builders (console.go),
+// for the golden tests.
+func (d *Dialect) ConsoleStatements() sqlkit.ConsoleStatements { return d.console().S }

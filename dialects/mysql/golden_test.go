@@ -241,3 +241,9 @@ func TestMySQLNextDueGolden(t *testing.T) {
 	golden.Check(t, "mysql_next_due.sql", q.SQL+"\n")
 	require.Equal(t, []any{"order-created", time.Date(2026, 11, 30, 12, 0, 0, 1_000, time.UTC)}, q.Args, "the type and the time, as the dialect binds it")
 }
+
+func TestMySQLConsoleGolden(t *testing.T) {
+	t.Parallel()
+	d := newMySQL(t, oncebox.TablesConfig{})
+	golden.Check(t, "mysql_console.sql", renderQueries(t, golden.ConsoleQueries(d.ConsoleStatements())))
+}

@@ -21,12 +21,9 @@ func (d *Dialect) console() sqlkit.Console {
 		Types: func(now, since time.Time) dialects.Query {
 			return dialects.Query{SQL: sqlkit.ConsoleTypesSQL(d.tables, "?1", "?2"), Args: []any{us(now), us(since)}}
 		},
-		Heartbeats: sqlkit.ConsoleHeartbeats(d.tables),
-		Claims:     sqlkit.ConsoleClaims(d.tables),
-		Errors: func(f dialects.DLQFilter) dialects.Query {
-			var b binder
-			return b.Query(sqlkit.ConsoleErrorsSQL(d.tables, dlqWhere(&b, f, nil)))
-		},
+		Heartbeats:  sqlkit.ConsoleHeartbeats(d.tables),
+		Claims:      sqlkit.ConsoleClaims(d.tables),
+		Errors:      d.consoleErrors,
 		GroupErrors: d.consoleGroupErrors,
 		OutboxEvent: func(id oncebox.EventID) dialects.Query {
 			return dialects.Query{SQL: sqlkit.ConsoleOutboxEventSQL(d.tables, "?1"), Args: []any{d.EncodeID(id)}}
@@ -45,4 +42,17 @@ func (d *Dialect) consoleGroupErrors(source oncebox.DLQSource, eventType string,
 	}
 	lim := b.P(limit)
 	return b.Query(sqlkit.ConsoleGroupErrorsSQL(d.tables, conds, lim))
+}
+
+// consoleErrors builds a keyset page of the fingerprint view: the rows
+// matching f after an id, in id order. Index: the primary key, filtered
+// (or dlqWhere's indexes when f is narrow).
+func (d *Dialect) consoleErrors(f dialects.DLQFilter, after *oncebox.EventID, limit int) dialects.Query {
+	var b binder
+	conds := dlqWhere(&b, f, nil)
+	if after != nil {
+		conds = append(conds, "id > "+b.P(d.EncodeID(*after)))
+	}
+	lim := b.P(limit)
+	return b.Query(sqlkit.ConsoleErrorsSQL(d.tables, conds, lim))
 }

@@ -5,6 +5,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
 // The statement builders, for the golden tests (package sqlite_test),
@@ -178,3 +179,7 @@ func (d *Dialect) TestSchemaCreateSQL() (dialects.Query, error) { return d.testS
 func (d *Dialect) NextDueSQL(eventType string, now time.Time) dialects.Query {
 	return d.eventsNextDue(eventType, now)
 }
+
+// ConsoleStatements are the console's statement builders (console.go),
+// for the golden tests.
+func (d *Dialect) ConsoleStatements() sqlkit.ConsoleStatements { return d.console().S }

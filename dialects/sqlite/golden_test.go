@@ -251,3 +251,9 @@ func TestSQLiteNextDueGolden(t *testing.T) {
 	golden.Check(t, "sqlite_next_due.sql", q.SQL+"\n")
 	require.Equal(t, []any{"order-created", int64(1796040000000001)}, q.Args, "the type and the time, as the dialect binds it")
 }
+
+func TestSQLiteConsoleGolden(t *testing.T) {
+	t.Parallel()
+	d := newDialect(t, oncebox.TablesConfig{})
+	check(t, "sqlite_console.sql", golden.ConsoleQueries(d.ConsoleStatements()))
+}

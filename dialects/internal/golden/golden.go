@@ -17,6 +17,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/internal/sqlkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -110,5 +111,26 @@ func DLQStoreQueries(d DLQStore) []Query {
 		{"DLQDeleteMany", d.DLQDeleteManySQL([]oncebox.EventID{id1, id2})},
 		{"DLQDeleteWhere (no filter)", d.DLQDeleteWhereSQL(dialects.DLQFilter{})},
 		{"DLQDeleteWhere (every filter)", d.DLQDeleteWhereSQL(full)},
+	}
+}
+
+// ConsoleQueries builds every statement of a dialect's console reads that
+// runs through sqlkit.Console (the error class computed in Go): the
+// fingerprint view's keyset page unfiltered and with every filter after
+// an id, a fingerprint's act's page from the first and after an id.
+func ConsoleQueries(s sqlkit.ConsoleStatements) []Query {
+	id := oncebox.EventID{0x01}
+	all := dialects.DLQFilter{Statuses: []oncebox.DLQStatus{oncebox.DLQStatusMoved, oncebox.DLQStatusResolved},
+		EventType: "a", Source: oncebox.DLQSourcePublisher, MovedFrom: At.Add(-time.Hour), MovedTo: At}
+	moved := []oncebox.DLQStatus{oncebox.DLQStatusMoved}
+	return []Query{
+		{"ConsoleTypes", s.Types(At, At.Add(-5*time.Minute))},
+		{"ConsoleInstances: heartbeats", s.Heartbeats()},
+		{"ConsoleInstances: claims", s.Claims()},
+		{"ConsoleFingerprints: first page, no filter", s.Errors(dialects.DLQFilter{}, nil, sqlkit.ConsolePageRows)},
+		{"ConsoleFingerprints: a page after an id, every filter", s.Errors(all, &id, sqlkit.ConsolePageRows)},
+		{"ConsoleFingerprintIDs: first page", s.GroupErrors(oncebox.DLQSourcePublisher, "a", moved, nil, 100)},
+		{"ConsoleFingerprintIDs: a page after an id", s.GroupErrors(oncebox.DLQSourceConsumer, "a", moved, &id, 100)},
+		{"ConsoleOutboxEvent", s.OutboxEvent(id)},
 	}
 }

@@ -28,9 +28,10 @@ type ConsoleStatements struct {
 	// Claims selects claimed_by (NULL: ""), count(*), min(claimed_at) of
 	// the IN_PROCESS rows, grouped by claimed_by.
 	Claims func() dialects.Query
-	// Errors selects source, event_type, status, moved_at, last_error of
-	// the DLQ rows matching f.
-	Errors func(f dialects.DLQFilter) dialects.Query
+	// Errors selects id, source, event_type, status, moved_at, last_error
+	// of the DLQ rows matching f with an id after after (nil: from the
+	// first), in id order, at most limit: one keyset page.
+	Errors func(f dialects.DLQFilter, after *oncebox.EventID, limit int) dialects.Query
 	// GroupErrors selects id, last_error of the DLQ rows of source and
 	// eventType in statuses with an id after after (nil: from the first),
 	// in id order, at most limit.
@@ -116,42 +117,68 @@ func (c Console) ConsoleInstances(ctx context.Context, db wsql.ContextExecutor) 
 	return out, nil
 }
 
-// ConsoleFingerprints implements dialects.ConsoleInspector. It reads every
-// row matching f once, streaming, and classes each error with
-// dialects.ErrorClass: its cost follows the rows the filter keeps (the
-// rows are not held, the groups are).
+// ConsolePageRows is how many DLQ rows one statement of a fingerprint
+// view or of a fingerprint's act reads: a keyset page by the primary key,
+// so that no statement holds a long read (SQLite's WAL checkpoints, MySQL's
+// undo history) however large the DLQ.
+const ConsolePageRows = 1000
+
+// ConsoleFingerprints implements dialects.ConsoleInspector as PostgreSQL's
+// statement answers: groups by (source, event type, dialects.ErrorClass of
+// the last error, status), largest first, then by source, type, class and
+// status; each group's sample error is the error of its row with the
+// largest id (the newest), cut to dialects.ErrorClassChars characters.
+//
+// Rows read: exactly the rows matching f, once, in keyset pages of
+// ConsolePageRows (so ⌈matching/ConsolePageRows⌉ statements); only the
+// groups are held in memory, never the rows. There is no cap: a cap would
+// make the counts wrong without saying so, and the counts are what the
+// operator acts on. On a large DLQ narrow f (time range, type, status),
+// which dlqWhere's indexes serve.
 func (c Console) ConsoleFingerprints(ctx context.Context, db wsql.ContextExecutor, f dialects.DLQFilter, limit int) ([]dialects.ConsoleFingerprint, error) {
 	type key struct {
 		source, eventType, class, status string
 	}
 	groups := map[key]*dialects.ConsoleFingerprint{}
-	q := c.S.Errors(f)
-	rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var source, eventType, status string
-		var moved anyTime
-		var lastError sql.NullString
-		if err := rows.Scan(&source, &eventType, &status, &moved, &lastError); err != nil {
+	var after *oncebox.EventID
+	for {
+		q := c.S.Errors(f, after, ConsolePageRows)
+		rows, err := db.QueryContext(ctx, q.SQL, q.Args...)
+		if err != nil {
 			return nil, err
 		}
-		k := key{source, eventType, dialects.ErrorClass(lastError.String), status}
-		g := groups[k]
-		if g == nil {
-			g = &dialects.ConsoleFingerprint{ConsoleGroup: dialects.ConsoleGroup{Source: oncebox.DLQSource(source),
-				EventType: eventType, ErrorClass: k.class}, Status: oncebox.DLQStatus(status)}
-			groups[k] = g
+		n := 0
+		for rows.Next() {
+			var id oncebox.EventID
+			var source, eventType, status string
+			var moved anyTime
+			var lastError sql.NullString
+			if err := rows.Scan(&id, &source, &eventType, &status, &moved, &lastError); err != nil {
+				_ = rows.Close()
+				return nil, err
+			}
+			n++
+			after = &id
+			k := key{source, eventType, dialects.ErrorClass(lastError.String), status}
+			g := groups[k]
+			if g == nil {
+				g = &dialects.ConsoleFingerprint{ConsoleGroup: dialects.ConsoleGroup{Source: oncebox.DLQSource(source),
+					EventType: eventType, ErrorClass: k.class}, Status: oncebox.DLQStatus(status)}
+				groups[k] = g
+			}
+			g.Count++
+			// Rows come in id order: this one is the group's newest so far.
+			g.SampleError = truncateChars(lastError.String, dialects.ErrorClassChars)
+			if moved.t != nil && moved.t.After(g.LastMovedAt) {
+				g.LastMovedAt = *moved.t
+			}
 		}
-		g.Count++
-		if moved.t != nil && moved.t.After(g.LastMovedAt) {
-			g.LastMovedAt, g.SampleError = *moved.t, truncateChars(lastError.String, dialects.ErrorClassChars)
+		if err := RowsErr(rows); err != nil {
+			return nil, err
 		}
-	}
-	if err := RowsErr(rows); err != nil {
-		return nil, err
+		if n < ConsolePageRows {
+			break
+		}
 	}
 	out := make([]dialects.ConsoleFingerprint, 0, len(groups))
 	for _, g := range groups {
@@ -162,14 +189,17 @@ func (c Console) ConsoleFingerprints(ctx context.Context, db wsql.ContextExecuto
 			cmp.Compare(a.ErrorClass, b.ErrorClass), cmp.Compare(a.Status, b.Status))
 	})
 	if len(out) > limit {
-		out = out[:limit]
+		out = out[:max(limit, 0)]
 	}
 	return out, nil
 }
 
 // ConsoleFingerprintIDs implements dialects.ConsoleInspector: it pages
-// through the rows of the group's source and type in id order, keeping
-// those of its class, until limit ids or the end.
+// through the rows of the group's source, type and statuses in id order,
+// keeping those of its class, until limit ids or the end. Rows read: those
+// of the group's source, type and statuses between after and the limit-th
+// id of the class, in pages of limit rows; at most every row of that
+// source, type and statuses after after, when the class is rare.
 func (c Console) ConsoleFingerprintIDs(ctx context.Context, db wsql.ContextExecutor, g dialects.ConsoleGroup, statuses []oncebox.DLQStatus, after *oncebox.EventID, limit int) ([]oncebox.EventID, error) {
 	var out []oncebox.EventID
 	for {
@@ -299,9 +329,11 @@ func ConsoleClaims(t dialects.Tables) func() dialects.Query {
 }
 
 // ConsoleErrorsSQL is the statement of ConsoleStatements.Errors on t with
-// the conditions conds.
-func ConsoleErrorsSQL(t dialects.Tables, conds []string) string {
-	return "SELECT source, event_type, status, moved_at, last_error FROM " + t.DLQ + WhereClause(conds)
+// the conditions conds (the filter's and the keyset's) and pLimit the
+// limit's placeholder. Index: the primary key, in its order.
+func ConsoleErrorsSQL(t dialects.Tables, conds []string, pLimit string) string {
+	return "SELECT id, source, event_type, status, moved_at, last_error FROM " + t.DLQ + WhereClause(conds) +
+		"\n ORDER BY id\n LIMIT " + pLimit
 }
 
 // ConsoleGroupErrorsSQL is the statement of ConsoleStatements.GroupErrors

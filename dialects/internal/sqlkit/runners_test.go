@@ -35,8 +35,13 @@ func TestEveryRunnerHasEveryBuilder(t *testing.T) {
 			if !f.Anonymous || f.Type.PkgPath() != reflect.TypeFor[sqlkit.Relay]().PkgPath() {
 				continue
 			}
-			found = append(found, f.Type)
 			require.Empty(t, nilFuncs(v.Field(i), f.Type.Name()), "%s: unset builders", db.Name)
+			if f.Type == reflect.TypeFor[sqlkit.Console]() {
+				// Optional: the dialects that class errors in Go embed it
+				// (MySQL, SQLite); PostgreSQL has its own statements.
+				continue
+			}
+			found = append(found, f.Type)
 			if f.Type == reflect.TypeFor[sqlkit.Outbox]() {
 				require.Positive(t, v.Field(i).FieldByName("S").FieldByName("MaxRows").Int(), "%s: Outbox.S.MaxRows", db.Name)
 			}
