@@ -233,12 +233,17 @@ func (d *Dialect) MaintainPartitions(ctx context.Context, db wsql.Beginner, p on
 			// job ran late): they stay there, and the next intervals get
 			// partitions of their own.
 			continue
+		case errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "23505"):
+			// Created at the same moment by another run (outside the
+			// lease, e.g. by hand): IF NOT EXISTS does not cover a
+			// concurrent CREATE.
+			continue
 		case err != nil:
 			return st, fmt.Errorf("partitions: create %s: %w", d.partitionName(time.UnixMilli(from)), err)
 		}
 		st.Created++
 	}
-	rows, err := db.QueryContext(ctx, `SELECT n.nspname, c.relname, pg_get_expr(c.relpartbound, c.oid)
+	rows, err := db.QueryContext(ctx, `SELECT n.nspname, c.relname, coalesce(pg_get_expr(c.relpartbound, c.oid), '')
   FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE i.inhparent = $1::regclass ORDER BY c.relname`, d.tables.Events)
 	if err != nil {
@@ -274,6 +279,9 @@ func (d *Dialect) MaintainPartitions(ctx context.Context, db wsql.Beginner, p on
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "55P03":
 			st.Kept++ // lock not granted in time: next run
+		case errors.As(err, &pgErr) && pgErr.Code == "42P01":
+			// Gone since the listing: another run (outside the lease,
+			// e.g. by hand) retired it first.
 		case err != nil:
 			return st, fmt.Errorf("partitions: retire %s: %w", e.name, err)
 		case removed:
