@@ -142,6 +142,9 @@ type OutboxConfig struct {
 	// CleanUp configures the deletion of PROCESSED rows. Default ttl 24h,
 	// batch size 1000.
 	CleanUp CleanUpConfig `yaml:"clean-up"`
+	// Partitions range-partitions the outbox table by time (PostgreSQL,
+	// opt-in; config_partitions.go). Default off.
+	Partitions PartitionsConfig `yaml:"partitions"`
 	// MaxBatchProcessingTime is how long a row may stay IN_PROCESS before the
 	// recovery job returns it to PENDING (without counting an attempt).
 	// Default 300s.
@@ -399,6 +402,7 @@ func (c Config) WithDefaults() Config {
 		c.Outbox.MaxDiscoveredTypes = DefaultMaxDiscoveredTypes
 	}
 	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
+	c.Outbox.Partitions = c.Outbox.Partitions.withDefaults() // config_partitions.go
 	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
 	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
 	if c.Inbox.Cache.TTL == 0 {
@@ -655,6 +659,7 @@ func (c Config) Validate() error {
 		add(fieldErr("outbox.max-discovered-types", "must be between 1 and %d, got %d", MaxDiscoveredTypesLimit, c.Outbox.MaxDiscoveredTypes))
 	}
 	add(c.Outbox.CleanUp.validate("outbox.clean-up"))
+	add(c.Outbox.Partitions.validate("outbox.partitions")) // config_partitions.go
 	add(c.Outbox.DLQ.CleanUp.validate("outbox.dlq.clean-up"))
 	add(c.Inbox.CleanUp.validate("inbox.clean-up"))
 	if c.Inbox.Cache.Enabled && c.Inbox.Cache.CacheName == "" {

@@ -46,7 +46,12 @@ func Statements(d dialects.Dialect, from, to int) ([]Script, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest := len(migrations)
+	// The last version, not the count: an opt-in step (PostgreSQL's
+	// partitioning, 1001) is numbered apart from the plain migrations.
+	latest := 0
+	if len(migrations) > 0 {
+		latest = migrations[len(migrations)-1].Version
+	}
 	if to == 0 {
 		to = latest
 	}

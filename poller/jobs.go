@@ -8,6 +8,7 @@ import (
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/inprocess"
 	"github.com/oncebox/watermill-oncebox/internal/dbexec"
@@ -70,6 +71,9 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 		rows := 0
 		ran, err := p.locker.RunLocked(ctx, JobOutboxCleanUp, p.config.CleanUpLease, p.config.CleanUp.Min, p.config.FinalizeTimeout,
 			func(ctx context.Context) error {
+				if err := p.maintainPartitions(ctx); err != nil {
+					return err
+				}
 				var err error
 				rows, err = dbexec.Repeat(ctx, cfg.BatchSize, func(ctx context.Context) (int, error) {
 					n, err := p.d.DeleteProcessed(ctx, p.db, p.config.Clock.Now().UTC().Add(-cfg.TTL), cfg.BatchSize)
@@ -88,6 +92,25 @@ func (p *Poller) cleanUpLoop(ctx context.Context) {
 			})
 		return rows, !ran && err == nil, err
 	})
+}
+
+// maintainPartitions runs the partition maintenance of the outbox
+// (outbox.partitions, PostgreSQL) under the clean-up lease, before the row
+// clean-up: partitions created ahead, expired partitions holding only
+// PROCESSED rows dropped or detached (dialects.PartitionMaintainer). Off,
+// or on a dialect without partitions, it does nothing.
+func (p *Poller) maintainPartitions(ctx context.Context) error {
+	pc := p.config.Oncebox.Outbox.Partitions
+	m, ok := p.config.Dialect.(dialects.PartitionMaintainer)
+	if !pc.Enabled() || !ok {
+		return nil
+	}
+	now := p.config.Clock.Now().UTC()
+	st, err := m.MaintainPartitions(ctx, p.db, pc, now, now.Add(-p.config.Oncebox.Outbox.CleanUp.TTL))
+	if st.Created > 0 || st.Removed > 0 {
+		p.logger.Info("Partitions maintained", watermill.LogFields{"created": st.Created, "removed": st.Removed, "kept": st.Kept})
+	}
+	return err
 }
 
 // leasedCleanUp runs the clean-up job on the CleanUp schedule: rows older

@@ -47,11 +47,16 @@ func testMigrationsAppliedByHand(t *testing.T, tg Target) {
 	}
 	migrations, err := s.Dialect.Migrations()
 	require.NoError(t, err)
-	latest := len(migrations)
+	// By version, not count: an opt-in step (PostgreSQL's partitioning,
+	// 1001) is numbered apart from the plain migrations.
+	before := 0
+	if len(migrations) > 1 {
+		before = migrations[len(migrations)-2].Version
+	}
 
-	apply(0, latest-1)
-	require.ErrorContains(t, s.Dialect.CheckSchema(ctx, s.Beginner), migrations[latest-1].Name)
-	apply(latest-1, 0)
+	apply(0, before)
+	require.ErrorContains(t, s.Dialect.CheckSchema(ctx, s.Beginner), migrations[len(migrations)-1].Name)
+	apply(before, 0)
 	require.NoError(t, s.Dialect.CheckSchema(ctx, s.Beginner))
 
 	ids := s.publish(t, nil, "order-created", 3)
@@ -63,5 +68,5 @@ func testMigrationsAppliedByHand(t *testing.T, tg Target) {
 	}
 
 	require.NoError(t, migrate.Migrate(ctx, s.Beginner, s.Dialect))
-	require.Equal(t, latest, s.Count(t, s.Tables.Migrations, ""), "Migrate found every version recorded")
+	require.Equal(t, len(migrations), s.Count(t, s.Tables.Migrations, ""), "Migrate found every version recorded")
 }

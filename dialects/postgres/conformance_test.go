@@ -2,6 +2,10 @@ package postgres_test
 
 import (
 	"testing"
+	"time"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 
 	"github.com/oncebox/watermill-oncebox/dialects/dialecttest"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
@@ -16,4 +20,18 @@ func TestMain(m *testing.M) { dialecttest.VerifyTestMain(m) }
 // postgres server of the machine: TestConformance/<TestName>[/<subtest>].
 func TestConformance(t *testing.T) {
 	dialecttest.Exercise(t, dbtest.TargetNamed(t, "postgres").Suite())
+}
+
+// TestConformancePartitioned runs the same suite on an outbox table
+// partitioned by time (outbox.partitions, migration step 1001): every
+// behaviour must hold on it as on the plain table.
+func TestConformancePartitioned(t *testing.T) {
+	st := dbtest.TargetNamed(t, "postgres").Suite()
+	newEmpty := st.NewEmpty
+	st.NewEmpty = func(t testing.TB) *dialecttest.Env {
+		e := newEmpty(t)
+		e.Dialect = e.Dialect.(*postgres.Dialect).WithPartitions(oncebox.PartitionsConfig{Interval: time.Hour, Ahead: 3})
+		return e
+	}
+	dialecttest.Exercise(t, st)
 }

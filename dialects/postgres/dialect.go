@@ -12,10 +12,13 @@ const postgresMaxBindParams = 65535
 
 // PostgreSQL is the dialect of PostgreSQL 12 and later (tested on 15).
 type Dialect struct {
-	schema  string
-	tables  dialects.Tables
-	lockKey int64
-	insert1 string
+	schema string
+	tables dialects.Tables
+	// partitions, when on, adds the conversion step to Migrations
+	// (partition.go, WithPartitions).
+	partitions oncebox.PartitionsConfig
+	lockKey    int64
+	insert1    string
 
 	// The runners of the roles (dialects/internal/sqlkit), each with this
 	// database's statement builders, set by New. Embedded under unexported

@@ -22,7 +22,11 @@ var migrationsFS embed.FS
 
 // Migrations implements Dialect.
 func (d *Dialect) Migrations() ([]dialects.Migration, error) {
-	return sqlkit.RenderMigrations(migrationsFS, "migrations", d.tables, sqlkit.SplitStatements)
+	ms, err := sqlkit.RenderMigrations(migrationsFS, "migrations", d.tables, sqlkit.SplitStatements)
+	if err != nil || !d.partitions.Enabled() {
+		return ms, err
+	}
+	return append(ms, d.partitionMigration()), nil
 }
 
 // migrator returns the runner of the migration steps over this dialect's

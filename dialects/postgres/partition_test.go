@@ -1,0 +1,159 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/dialects/dialecttest"
+	"github.com/oncebox/watermill-oncebox/dialects/postgres"
+	"github.com/oncebox/watermill-oncebox/internal/dbtest"
+	"github.com/oncebox/watermill-oncebox/migrate"
+)
+
+var partCfg = oncebox.PartitionsConfig{Interval: time.Hour, Ahead: 3}
+
+// partitionedEnv returns a fresh schema whose outbox is partitioned by
+// partCfg, and its dialect.
+func partitionedEnv(t *testing.T) (*dialecttest.Env, *postgres.Dialect) {
+	t.Helper()
+	e := dbtest.TargetNamed(t, "postgres").Suite().NewEmpty(t)
+	d := e.Dialect.(*postgres.Dialect).WithPartitions(partCfg)
+	e.Dialect = d
+	require.NoError(t, migrate.Migrate(context.Background(), e.Beginner, d))
+	return e, d
+}
+
+// partitions lists the partitions of the outbox table, default included.
+func partitions(t *testing.T, e *dialecttest.Env) []string {
+	t.Helper()
+	rows, err := e.DB.Query(`SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = $1::regclass ORDER BY 1`, e.Tables.Events)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		out = append(out, n)
+	}
+	return out
+}
+
+// insertAt inserts a row with a UUIDv7-shaped id of the time at and the
+// given status, and returns its id.
+func insertAt(t *testing.T, e *dialecttest.Env, at time.Time, n int, status string) string {
+	t.Helper()
+	id := fmt.Sprintf("%012x7000800000000000%04x", at.UnixMilli(), n)
+	_, err := e.DB.Exec(`INSERT INTO `+e.Tables.Events+` (id, event_type, topic, message_uuid, payload, status, next_retry_at, created_at, updated_at)
+		VALUES ($1::uuid, 't', 't', $4, '\x00', $2, $3, $3, $3)`, id, status, at, id)
+	require.NoError(t, err)
+	return id
+}
+
+func TestPartitionsCreatedAhead(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	require.Len(t, partitions(t, e), partCfg.Ahead+2, "the migration creates the current interval, Ahead after it, and the default")
+
+	now := time.Now().UTC().Add(5 * time.Hour)
+	st, err := d.MaintainPartitions(context.Background(), e.Beginner, partCfg, now, now.Add(-100*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 4, st.Created, "5 hours later: hours 5 to 8 created (hour 4 was skipped: its rows go to the default)")
+	require.Len(t, partitions(t, e), partCfg.Ahead+2+4)
+
+	st, err = d.MaintainPartitions(context.Background(), e.Beginner, partCfg, now, now.Add(-100*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, dialects.PartitionStats{}, st, "a second run changes nothing")
+
+	// Inserts never fail across a boundary: one row per hour over the
+	// created range, one before it, one far after it, one non-v7 id: the
+	// rows outside the ranges go to the default partition.
+	base := time.Now().UTC()
+	for h := -2; h <= 12; h++ {
+		insertAt(t, e, base.Add(time.Duration(h)*time.Hour), 1, "PENDING")
+	}
+	_, err = e.DB.Exec(`INSERT INTO ` + e.Tables.Events + ` (id, event_type, topic, message_uuid, payload, next_retry_at, created_at, updated_at)
+		VALUES ('ffffffff-ffff-4fff-bfff-ffffffffffff', 't', 't', 'x', '\x00', now(), now(), now())`)
+	require.NoError(t, err)
+}
+
+func TestPartitionsRetention(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	ctx := context.Background()
+	base := time.Now().UTC()
+	// One partition per status: hours 0..3 are the migrated partitions.
+	processed := insertAt(t, e, base, 1, "PROCESSED")
+	_ = processed
+	pending := insertAt(t, e, base.Add(time.Hour), 1, "PENDING")
+	inProcess := insertAt(t, e, base.Add(2*time.Hour), 1, "IN_PROCESS")
+	failed := insertAt(t, e, base.Add(3*time.Hour), 1, "FAILED")
+	insertAt(t, e, base.Add(3*time.Hour), 2, "PROCESSED")
+
+	later := base.Add(30 * time.Hour)
+	cutoff := later.Add(-24 * time.Hour) // every migrated partition is past it
+	before := len(partitions(t, e))
+	st, err := d.MaintainPartitions(ctx, e.Beginner, partCfg, later, cutoff)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Removed, "only the partition of PROCESSED rows is dropped")
+	require.Equal(t, 3, st.Kept, "PENDING, IN_PROCESS and FAILED partitions kept")
+	require.Len(t, partitions(t, e), before+st.Created-1)
+
+	var n int
+	require.NoError(t, e.DB.QueryRow(`SELECT count(*) FROM `+e.Tables.Events).Scan(&n))
+	require.Equal(t, 4, n)
+
+	// The rows still processing finish: their partitions go at the next run.
+	_, err = e.DB.Exec(`UPDATE `+e.Tables.Events+` SET status = 'PROCESSED' WHERE id IN ($1, $2)`, pending, inProcess)
+	require.NoError(t, err)
+	st, err = d.MaintainPartitions(ctx, e.Beginner, partCfg, later, cutoff)
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Removed)
+	require.Equal(t, 1, st.Kept, "the FAILED row's partition stays")
+	require.NoError(t, e.DB.QueryRow(`SELECT count(*) FROM `+e.Tables.Events+` WHERE id = $1`, failed).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func TestPartitionsDetach(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	base := time.Now().UTC()
+	insertAt(t, e, base, 1, "PROCESSED")
+	cfg := partCfg
+	cfg.Retention = oncebox.PartitionRetentionDetach
+	later := base.Add(30 * time.Hour)
+	st, err := d.MaintainPartitions(context.Background(), e.Beginner, cfg, later, later.Add(-24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 4, st.Removed, "the four migrated partitions, all done (three empty)")
+	var n int
+	require.NoError(t, e.DB.QueryRow(`SELECT count(*) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+		WHERE c.relname LIKE '%_p%' AND c.relkind = 'r' AND NOT c.relispartition AND s.nspname = split_part($1, '.', 1)`, e.Tables.Events).Scan(&n))
+	require.Equal(t, 4, n, "detached tables remain")
+}
+
+func TestPartitionsRetentionRace(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	base := time.Now().UTC()
+	insertAt(t, e, base, 1, "PROCESSED")
+	later := base.Add(30 * time.Hour)
+	var wg sync.WaitGroup
+	stats := make([]dialects.PartitionStats, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() {
+			stats[i], errs[i] = d.MaintainPartitions(context.Background(), e.Beginner, partCfg, later, later.Add(-24*time.Hour))
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.Equal(t, 4, stats[0].Removed+stats[1].Removed, "each partition dropped once")
+}
