@@ -22,13 +22,8 @@ import (
 // budget refills at five a minute; a successful login costs nothing.
 func TestLoginIsRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
-	env := dbtest.TargetNamed(t, "postgres").New(t)
-	st, err := dlq.NewStore(env.Beginner, dlq.Config{Dialect: env.Dialect})
-	require.NoError(t, err)
-	auth, err := dlq.BearerToken(token)
-	require.NoError(t, err)
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC))
-	h, err := console.NewHandler(console.Config{Store: st, DB: env.Beginner, Dialect: env.Dialect, Authorize: auth, Clock: clock})
+	h, err := loginHandler(t, console.Config{Clock: clock})
 	require.NoError(t, err)
 	login := func(addr, tok string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
@@ -67,12 +62,7 @@ func TestLoginIsRateLimitedPerAddress(t *testing.T) {
 // limits already) never answers 429.
 func TestLoginLimitCanBeTurnedOff(t *testing.T) {
 	t.Parallel()
-	env := dbtest.TargetNamed(t, "postgres").New(t)
-	st, err := dlq.NewStore(env.Beginner, dlq.Config{Dialect: env.Dialect})
-	require.NoError(t, err)
-	auth, err := dlq.BearerToken(token)
-	require.NoError(t, err)
-	h, err := console.NewHandler(console.Config{Store: st, DB: env.Beginner, Dialect: env.Dialect, Authorize: auth, LoginFailures: -1})
+	h, err := loginHandler(t, console.Config{LoginFailures: -1})
 	require.NoError(t, err)
 	for range 3 * console.DefaultLoginFailures {
 		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=guess"))
@@ -81,6 +71,19 @@ func TestLoginLimitCanBeTurnedOff(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		require.Equal(t, http.StatusUnauthorized, rec.Code)
 	}
-	_, err = console.NewHandler(console.Config{Store: st, DB: env.Beginner, Dialect: env.Dialect, Authorize: auth, LoginWindow: -time.Second})
+	_, err = loginHandler(t, console.Config{LoginWindow: -time.Second})
 	require.ErrorContains(t, err, "Config.LoginWindow is negative")
+}
+
+// loginHandler is the console over a fresh PostgreSQL schema with the
+// test's token, and cfg's other fields.
+func loginHandler(t *testing.T, cfg console.Config) (http.Handler, error) {
+	t.Helper()
+	env := dbtest.TargetNamed(t, "postgres").New(t)
+	st, err := dlq.NewStore(env.Beginner, dlq.Config{Dialect: env.Dialect})
+	require.NoError(t, err)
+	auth, err := dlq.BearerToken(token)
+	require.NoError(t, err)
+	cfg.Store, cfg.DB, cfg.Dialect, cfg.Authorize = st, env.Beginner, env.Dialect, auth
+	return console.NewHandler(cfg)
 }

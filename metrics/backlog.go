@@ -5,7 +5,6 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -52,9 +51,7 @@ type BacklogCollector struct {
 	lastOKDesc *prometheus.Desc
 	errors     prometheus.Counter
 
-	mu        sync.Mutex
-	refreshed time.Time // last attempt, successful or not
-	snap      *snapshot
+	cache cached[*snapshot]
 }
 
 // snapshot is the result of one successful refresh.
@@ -176,20 +173,8 @@ func (c *BacklogCollector) now() time.Time {
 // attempt is older than the TTL. The mutex is held across the query, so that
 // concurrent scrapes of an expired cache run one query and share its result.
 func (c *BacklogCollector) current() *snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.now()
-	if !c.refreshed.IsZero() && now.Sub(c.refreshed) < c.config.TTL {
-		return c.snap
-	}
-	c.refreshed = now
-	snap, err := c.load(now)
-	if err != nil {
-		c.errors.Inc()
-		return c.snap
-	}
-	c.snap = snap
-	return snap
+	return c.cache.get(now, c.config.TTL, c.errors, func() (*snapshot, error) { return c.load(now) })
 }
 
 // load runs the backlog query.

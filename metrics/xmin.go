@@ -5,7 +5,6 @@ import (
 	stdsql "database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
@@ -100,9 +99,7 @@ type XminCollector struct {
 	xidsDesc    *prometheus.Desc
 	errors      prometheus.Counter
 
-	mu        sync.Mutex
-	refreshed time.Time // last attempt, successful or not
-	snap      []xminHolder
+	cache cached[[]xminHolder]
 }
 
 // xminHolder is one row of xminHoldersSQL.
@@ -177,20 +174,7 @@ func (c *XminCollector) now() time.Time {
 // attempt is older than the TTL; the mutex is held across the query so that
 // concurrent scrapes share one.
 func (c *XminCollector) current() []xminHolder {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if !c.refreshed.IsZero() && now.Sub(c.refreshed) < c.config.TTL {
-		return c.snap
-	}
-	c.refreshed = now
-	holders, err := c.load()
-	if err != nil {
-		c.errors.Inc()
-		return c.snap
-	}
-	c.snap = holders
-	return holders
+	return c.cache.get(c.now(), c.config.TTL, c.errors, c.load)
 }
 
 func (c *XminCollector) load() ([]xminHolder, error) {
