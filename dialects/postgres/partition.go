@@ -99,7 +99,7 @@ BEGIN
         EXECUTE defs[i];
     END LOOP;
     EXECUTE format('ALTER TABLE %%I.%%I ATTACH PARTITION %%I.%%I DEFAULT', nsp, rel, nsp, left(rel, 55) || '_default');
-    lo := (floor(extract(epoch FROM clock_timestamp()) * 1000) / %[2]d)::bigint * %[2]d;
+    lo := floor(extract(epoch FROM clock_timestamp()) * 1000 / %[2]d)::bigint * %[2]d;
     FOR i IN 0 .. %[3]d LOOP
         hi := lo + %[2]d;
         EXECUTE format('CREATE TABLE %%I.%%I PARTITION OF %%I.%%I FOR VALUES FROM (%%L) TO (%%L)',

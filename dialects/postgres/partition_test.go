@@ -157,3 +157,31 @@ func TestPartitionsRetentionRace(t *testing.T) {
 	require.NoError(t, errs[1])
 	require.Equal(t, 4, stats[0].Removed+stats[1].Removed, "each partition dropped once")
 }
+
+// TestPartitionsMigrationCoversNow: the migration's first partition holds
+// the interval of now. It once rounded (numeric division cast to bigint)
+// instead of flooring, so in the second half of an interval it started one
+// interval late and the rows of now went to the default partition. The
+// interval is chosen so that now lies 55–90% into it, where rounding and
+// flooring differ, at whatever time the test runs.
+func TestPartitionsMigrationCoversNow(t *testing.T) {
+	t.Parallel()
+	var iv time.Duration
+	for m := 2; m < 10000; m++ {
+		d := time.Duration(m) * time.Minute
+		frac := float64(time.Now().UnixMilli()%d.Milliseconds()) / float64(d.Milliseconds())
+		if frac >= 0.55 && frac <= 0.9 && d-time.Duration(frac*float64(d)) > 30*time.Second {
+			iv = d
+			break
+		}
+	}
+	require.NotZero(t, iv)
+	e := dbtest.TargetNamed(t, "postgres").Suite().NewEmpty(t)
+	d := e.Dialect.(*postgres.Dialect).WithPartitions(oncebox.PartitionsConfig{Interval: iv, Ahead: 1})
+	e.Dialect = d
+	require.NoError(t, migrate.Migrate(context.Background(), e.Beginner, d))
+	id := insertAt(t, e, time.Now().UTC(), 1, "PENDING")
+	var part string
+	require.NoError(t, e.DB.QueryRow(`SELECT tableoid::regclass::text FROM `+e.Tables.Events+` WHERE id = $1`, id).Scan(&part))
+	require.NotContains(t, part, "_default", "interval %s: a row of now went to the default partition", iv)
+}
