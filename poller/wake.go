@@ -118,16 +118,20 @@ type wakeBoard struct {
 
 // waker is the wake-up of one loop (or of the discovery). It coalesces the
 // wake-driven polls that find nothing: after wakeEmptyRun wake-driven polls
-// in a row that claimed nothing, the next wake-up is held until window (the
-// loop's min-fixed-delay) has passed since the last one began; it is
-// remembered (the channel holds it) and served when the window ends. So a
-// flood of notifications (any role that can connect may NOTIFY the
-// channel) costs at most wakeEmptyRun + elapsed/window empty polls, a
-// genuine notification waits at most window, and under real traffic,
-// where a wake-driven poll claims the events that woke it, a commit is
-// relayed at once as before (a poll that claimed events ends the run). The
-// discovery's outcome is not reported: it is woken at most once per window
-// (real traffic of a type goes to its loop once it runs).
+// in a row that claimed nothing, the next wake-up is held until a hold has
+// passed since the last one began: wakeHoldBase after the run, doubling
+// with each further empty one, up to window (the loop's min-fixed-delay).
+// It is remembered (the channel holds it) and served when the hold ends. So
+// a flood of notifications (any role that can connect may NOTIFY the
+// channel) costs at most wakeEmptyRun + log2(window/wakeHoldBase) +
+// elapsed/window empty polls; a genuine notification that follows a few
+// empty wake polls (the tail of a burst whose events earlier polls took)
+// waits wakeHoldBase, 2×, 4×…, and at most window after a long run; and
+// under real traffic, where a wake-driven poll claims the events that woke
+// it, a commit is relayed at once (a poll that claimed events ends the
+// run). The discovery's outcome is not reported: it is held a whole window
+// each time (full), so it is woken at most once per window (real traffic of
+// a type goes to its loop once it runs).
 type waker struct {
 	ch     chan struct{}
 	window time.Duration
@@ -138,6 +142,9 @@ type waker struct {
 	// writes them.
 	last  time.Time
 	empty int
+	// full holds every wake-up after the run for the whole window, with no
+	// doubling: the discovery's.
+	full bool
 	// urgent marks a wake-up of the relay's own (wakeAll: rows recovered,
 	// a listener reconnected), served at once and outside the window: no
 	// role outside the relay can cause one.
@@ -152,6 +159,28 @@ type waker struct {
 // events/s: p99 221ms against 24ms with no coalescing; see docs/design.md).
 const wakeEmptyRun = 2
 
+// wakeHoldBase is the first hold after a run of wakeEmptyRun empty
+// wake-driven polls; it doubles with each further empty one, up to the
+// window. A whole window at once made the tail of a burst wait for it: with
+// min-fixed-delay 30s (a relay that relies on LISTEN), the last events of
+// 400 committed by 4 producers waited 30s when the burst's last two wake
+// polls found their events already claimed (TestThroughPgBouncer...; the
+// poller's TestWakeAfterEmptyWakePollsWaitsTheHoldNotTheWindow).
+const wakeHoldBase = 10 * time.Millisecond
+
+// hold is how long after the last wake-driven poll the next wake-up waits:
+// zero within the run of wakeEmptyRun empty ones.
+func (w *waker) hold() time.Duration {
+	k := w.empty - wakeEmptyRun
+	switch {
+	case k < 0:
+		return 0
+	case w.full || k >= 30:
+		return w.window
+	}
+	return min(w.window, wakeHoldBase<<k)
+}
+
 func newWaker(window time.Duration) *waker {
 	return &waker{ch: make(chan struct{}, 1), window: window}
 }
@@ -161,6 +190,7 @@ func newWaker(window time.Duration) *waker {
 func newDiscoveryWaker(window time.Duration) *waker {
 	w := newWaker(window)
 	w.empty = wakeEmptyRun
+	w.full = true
 	return w
 }
 
@@ -333,18 +363,18 @@ func sleepOrWake(ctx context.Context, c oncebox.Clock, d time.Duration, w *waker
 // ended while it was held. The caller's timer is stopped: one timer at a
 // time, so that a sleeping loop is one waiter of a fake clock.
 //
-// A wake-up less than w.window after the last wake-driven poll, when the
-// last wakeEmptyRun of them claimed nothing, is held until that window
-// ends (or for at most limit, if sooner: the poll is due then anyway), then
-// served. The relay's own wake-ups (wakeAll) are served at once.
+// A wake-up less than w.hold() after the last wake-driven poll (nonzero
+// once the last wakeEmptyRun of them claimed nothing) is held until that
+// hold ends (or for at most limit, if sooner: the poll is due then anyway),
+// then served. The relay's own wake-ups (wakeAll) are served at once.
 func (w *waker) admit(ctx context.Context, c oncebox.Clock, limit time.Duration) bool {
 	if w.urgent.Swap(false) {
 		w.drain()
 		return true
 	}
 	now := c.Now()
-	hold := min(w.last.Add(w.window).Sub(now), limit)
-	if !w.last.IsZero() && w.empty >= wakeEmptyRun && hold > 0 {
+	hold := min(w.last.Add(w.hold()).Sub(now), limit)
+	if !w.last.IsZero() && hold > 0 {
 		t := clock.NewTimer(c, hold)
 		select {
 		case <-t.Chan():

@@ -368,6 +368,40 @@ func TestWakeUpFloodIsCoalescedPerMinFixedDelay(t *testing.T) {
 	eventually(t, "the next commit is relayed at once", func() bool { return rec.deliveries()[more[0]] == 1 })
 }
 
+// A genuine commit that follows two empty wake-driven polls (the tail of a
+// burst: notifications of events an earlier poll already claimed) waits
+// the first hold (10ms), not the whole window: with min-fixed-delay 30s (a
+// relay that relies on LISTEN) it once waited 30s. The clock moves 10ms
+// only: held for the window, the event is never sent.
+func TestWakeAfterEmptyWakePollsWaitsTheHoldNotTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	cfg := b.strictConfig(h, "order-created")
+	cfg.Oncebox.Outbox.Events["order-created"] = oncebox.EventSettings{Polling: oncebox.PollingSettings{
+		MinFixedDelay: 30 * time.Second, MaxFixedDelay: time.Minute}}
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
+	require.NoError(t, err)
+	start(t, p)
+	settled(t, b, h, "order-created", 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Two wake-driven polls that find nothing, served at once.
+	for i := range 2 { // wakeEmptyRun
+		notifyFlood(t, b, h, 1, `'order-created'`)
+		eventually(t, "the empty wake-driven poll", func() bool { return h.pollsOf("order-created") == 2+i })
+		require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	}
+	_, _, w0 := h.state()
+	ids := b.publish(t, b.clock, "order-created", 1)
+	eventually(t, "its notification", func() bool { _, _, w := h.state(); return len(w) == len(w0)+1 })
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 3))
+	b.clock.Advance(10 * time.Millisecond)
+	eventually(t, "the event, after the first hold", func() bool { return rec.deliveries()[ids[0]] == 1 })
+}
+
 // Payloads that cannot name an event type (longer than MaxEventTypeLength)
 // wake nothing; valid names of types nobody configured wake the discovery
 // at most once per min-fixed-delay of the defaults.
