@@ -102,8 +102,8 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 		if !yieldAt.IsZero() {
 			wait = min(wait, yieldAt.Sub(c.Now()))
 		}
-		// Woken by a commit of a type without a loop (coalesced: at most
-		// one wake-driven query per the defaults' min-fixed-delay), or cut
+		// Woken by a commit of a type without a loop (coalesced after
+		// wake-driven queries that found no work: waker), or cut
 		// short when a loop ended while types waited for one.
 		ok, woken := sleepOrWake(ctx, c, wait, d.wakes.discovery, d.freed)
 		if !ok {
@@ -119,6 +119,9 @@ func (d *discovery) loop(ctx context.Context, start func(func(context.Context)))
 		err := d.poll(ctx)
 		var started, busy int
 		started, busy, yieldAt = d.schedule(ctx, start, c.Now())
+		if woken {
+			d.wakes.discovered(busy > 0) // wake.go: coalescing
+		}
 		// A start counts as work found unless the type's last loop claimed
 		// nothing (its keys held): else such a type would keep the
 		// discovery at min-fixed-delay for as long as its keys are held.

@@ -129,22 +129,19 @@ type wakeBoard struct {
 // waits wakeHoldBase, 2×, 4×…, and at most window after a long run; and
 // under real traffic, where a wake-driven poll claims the events that woke
 // it, a commit is relayed at once (a poll that claimed events ends the
-// run). The discovery's outcome is not reported: it is held a whole window
-// each time (full), so it is woken at most once per window (real traffic of
-// a type goes to its loop once it runs).
+// run). The discovery's waker works alike, a query that started the loop
+// of a type with work ending its run (wakeBoard.discovered); it starts as
+// if after a run, so that a flood of random type names costs one query at
+// once, then one per hold.
 type waker struct {
 	ch     chan struct{}
 	window time.Duration
 	// last is when the last wake-driven poll was let through, and empty
-	// how many wake-driven polls in a row claimed nothing (always
-	// wakeEmptyRun for the discovery); only the loop's goroutine
+	// how many wake-driven polls in a row claimed nothing; only the loop's goroutine
 	// (sleepOrWake, and typeLoop.report through wakeBoard.claimed) reads and
 	// writes them.
 	last  time.Time
 	empty int
-	// full holds every wake-up after the run for the whole window, with no
-	// doubling: the discovery's.
-	full bool
 	// urgent marks a wake-up of the relay's own (wakeAll: rows recovered,
 	// a listener reconnected), served at once and outside the window: no
 	// role outside the relay can cause one.
@@ -175,7 +172,7 @@ func (w *waker) hold() time.Duration {
 	switch {
 	case k < 0:
 		return 0
-	case w.full || k >= 30:
+	case k >= 30:
 		return w.window
 	}
 	return min(w.window, wakeHoldBase<<k)
@@ -185,12 +182,13 @@ func newWaker(window time.Duration) *waker {
 	return &waker{ch: make(chan struct{}, 1), window: window}
 }
 
-// newDiscoveryWaker is the discovery's waker: every wake-driven discovery
-// query counts as empty, so it is woken at most once per window.
+// newDiscoveryWaker is the discovery's waker. It starts as after a run of
+// empty wake-driven queries: its first wake-up is served at once (no query
+// before it), the next ones held until a query finds work
+// (wakeBoard.discovered).
 func newDiscoveryWaker(window time.Duration) *waker {
 	w := newWaker(window)
 	w.empty = wakeEmptyRun
-	w.full = true
 	return w
 }
 
@@ -254,6 +252,22 @@ func (b *wakeBoard) claimed(t string, some bool) {
 	b.mu.Lock()
 	w := b.loops[t]
 	b.mu.Unlock()
+	w.outcome(some)
+}
+
+// discovered records whether a wake-driven discovery query started the
+// loop of a type with work (discovery.loop, on its goroutine). Before, the
+// discovery was held a whole window after every wake-driven query: a
+// discovered type's loop ends at its first empty poll, so the commits of a
+// burst that came just after it woke the discovery, which made them wait
+// the defaults' min-fixed-delay (30s in TestThroughPgBouncerTransactionPooling).
+func (b *wakeBoard) discovered(some bool) {
+	b.discovery.outcome(some)
+}
+
+// outcome ends the run of empty wake-driven polls (some) or extends it.
+// Nil: no waker.
+func (w *waker) outcome(some bool) {
 	switch {
 	case w == nil:
 	case some:

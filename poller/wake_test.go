@@ -153,6 +153,74 @@ func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
 	require.Equal(t, woke("invoice-paid", poller.WokeDiscovery), woken[0])
 }
 
+// A discovered type's loop ends at its first empty poll; a commit just
+// after it wakes the discovery, which starts the loop again at once, even
+// though the discovery was woken moments before: a wake-driven query that
+// started a type with work ends the discovery's run of empty ones. It was
+// held the defaults' whole min-fixed-delay (30s here, the clock only
+// moves 5ms: never relayed), which failed TestThroughPgBouncerTransactionPooling.
+func TestWakeAfterADiscoveredLoopEndedStartsItAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &wakeHooks{}
+	rec := newRecorder()
+	cfg := b.config() // discovers every type besides its own
+	cfg.EventTypes = []string{"order-created"}
+	cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: 30 * time.Second, MaxFixedDelay: time.Minute}
+	cfg.Hooks = h
+	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
+	require.NoError(t, err)
+	start(t, p)
+	eventually(t, "listener up, first polls done", func() bool {
+		ups, _, _ := h.state()
+		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
+
+	first := b.publish(t, b.clock, "invoice-paid", 2)
+	eventually(t, "the discovered type is relayed", func() bool {
+		d := rec.deliveries()
+		return d[first[0]] == 1 && d[first[1]] == 1
+	})
+	// A notification with nothing behind it: the loop's wake-driven poll
+	// finds nothing and the loop ends.
+	notifyFlood(t, b, h, 1, `'invoice-paid'`)
+	eventually(t, "the discovered loop ended", func() bool {
+		polls := 0
+		for _, p := range h.Snapshot().Polls {
+			if p.EventType == "invoice-paid" {
+				polls++
+				if p.Claimed == 0 {
+					return true
+				}
+			}
+		}
+		return polls > 5
+	})
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	_, _, w0 := h.state()
+	// The publishers' limiter lets one notification per type through per
+	// 5ms of the clock: the first publish's used this instant's.
+	b.clock.Advance(5 * time.Millisecond)
+	again := b.publish(t, b.clock, "invoice-paid", 1)
+	defer func() {
+		if t.Failed() {
+			_, _, w := h.state()
+			t.Log(w)
+			for _, p := range h.Snapshot().Polls {
+				t.Log(p.EventType, p.Claimed, p.NextDelay)
+			}
+		}
+	}()
+	eventually(t, "the commit after the loop ended is relayed, the clock moved 5ms only", func() bool {
+		return rec.deliveries()[again[0]] == 1
+	})
+	_, _, woken := h.state()
+	require.Equal(t, woke("invoice-paid", poller.WokeDiscovery), woken[len(w0)])
+}
+
 // A rolled-back transaction sends no notification, and the event of a
 // transaction whose notification the limiter skipped (one went out just
 // before, in the transaction that rolled back) waits for the loop's next
@@ -485,6 +553,10 @@ func TestPgxListenerReadsTheQueueUsageWhileNotified(t *testing.T) {
 	for i := range 20 {
 		_, err := b.schema.Pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, fmt.Sprint(i))
 		require.NoError(t, err)
+		// More than every between two notifications: a reading is due
+		// at each wait (sent back to back, all 20 could arrive within
+		// one millisecond, after the first reading: the test failed so).
+		time.Sleep(3 * time.Millisecond)
 	}
 	eventually(t, "every notification", func() bool { mu.Lock(); defer mu.Unlock(); return len(payloads) == 20 })
 	mu.Lock()

@@ -34,12 +34,30 @@ func TestThroughPgBouncerTransactionPooling(t *testing.T) {
 	broker := gochannel.NewGoChannel(gochannel.Config{Persistent: true}, logger)
 	defer func() { require.NoError(t, broker.Close()) }()
 	l := newLedger()
+	dh := newTimeline()
 	svc := newConsumer(t, pool, broker, serviceConfig(t, "30s", "30s", "1s", 200), poller.Config{
 		Listener: poller.PgxListener(direct),
 		CleanUp:  poller.Schedule{Min: 200 * time.Millisecond, Max: 200 * time.Millisecond, Multiplier: 1},
-	}, l, logger)
+	}, l, logger, service.WithHooks(service.Hooks{Poller: dh}))
 	require.NoError(t, svc.Migrate(ctx))
 	startService(t, svc)
+	defer func() {
+		if t.Failed() {
+			dh.logTail(t, 60)
+			rows, err := direct.Query(ctx, "SELECT id::text, status, created_at FROM outbox_events WHERE status <> 'PROCESSED'")
+			if err != nil {
+				return
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, status string
+				var at time.Time
+				if rows.Scan(&id, &status, &at) == nil {
+					t.Log("not processed:", id, status, at)
+				}
+			}
+		}
+	}()
 
 	const producers, each = 4, 100
 	var (
@@ -70,8 +88,10 @@ func TestThroughPgBouncerTransactionPooling(t *testing.T) {
 	// more event, well after the burst, notifies, and the poll it wakes
 	// claims every row committed before.
 	time.Sleep(50 * time.Millisecond)
+	dh.add("last publish")
 	last, err := publishOne(ctx, svc, pool, producers*each)
 	require.NoError(t, err)
+	dh.add("last committed " + last)
 	ids = append(ids, last)
 	waitHandled(t, l, len(ids), 20*time.Second)
 	require.Zero(t, l.check(t, ids), "no failure was injected: no event should arrive twice")
