@@ -145,6 +145,11 @@ type OutboxConfig struct {
 	// Partitions range-partitions the outbox table by time (PostgreSQL,
 	// opt-in; config_partitions.go). Default off.
 	Partitions PartitionsConfig `yaml:"partitions"`
+	// Finalize is what the relay does with a row once the broker confirmed
+	// its event: FinalizeMark ("mark", the default) marks it PROCESSED,
+	// deleted by the clean-up job after clean-up.ttl; FinalizeDelete
+	// ("delete") deletes it at once (config_finalize.go).
+	Finalize string `yaml:"finalize"`
 	// MaxBatchProcessingTime is how long a row may stay IN_PROCESS before the
 	// recovery job returns it to PENDING (without counting an attempt).
 	// Default 300s.
@@ -403,6 +408,9 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Outbox.CleanUp = c.Outbox.CleanUp.withDefaults(DefaultOutboxTTL)
 	c.Outbox.Partitions = c.Outbox.Partitions.withDefaults() // config_partitions.go
+	if c.Outbox.Finalize == "" {
+		c.Outbox.Finalize = FinalizeMark
+	}
 	c.Outbox.DLQ.CleanUp = c.Outbox.DLQ.CleanUp.withDefaults(DefaultDLQTTL)
 	c.Inbox.CleanUp = c.Inbox.CleanUp.withDefaults(DefaultInboxTTL)
 	if c.Inbox.Cache.TTL == 0 {
@@ -660,6 +668,7 @@ func (c Config) Validate() error {
 	}
 	add(c.Outbox.CleanUp.validate("outbox.clean-up"))
 	add(c.Outbox.Partitions.validate("outbox.partitions")) // config_partitions.go
+	add(validateFinalize("outbox.finalize", c.Outbox.Finalize))
 	add(c.Outbox.DLQ.CleanUp.validate("outbox.dlq.clean-up"))
 	add(c.Inbox.CleanUp.validate("inbox.clean-up"))
 	if c.Inbox.Cache.Enabled && c.Inbox.Cache.CacheName == "" {

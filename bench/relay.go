@@ -124,6 +124,7 @@ func runRelay(ctx context.Context, e *env) ([]row, error) {
 		caseRaw = iota
 		casePoller1
 		casePoller2
+		casePollerDelete
 		casePollerDefaults
 		caseForwarderDefaults
 		caseForwarderTuned
@@ -133,6 +134,9 @@ func runRelay(ctx context.Context, e *env) ([]row, error) {
 			note: "the limit of any relay: claim 1,000, mark PROCESSED, repeat"},
 		casePoller1: {name: "oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms", n: n, drain: drainPollers(1, tunedSettings)},
 		casePoller2: {name: "oncebox poller, 2 instances, batch 1000, min-fixed-delay 1ms", n: n, drain: drainPollers(2, tunedSettings)},
+		casePollerDelete: {name: "oncebox poller, 1 instance, batch 1000, min-fixed-delay 1ms, finalize: delete", n: n,
+			drain: drainPollersFinalize(1, tunedSettings, false, oncebox.FinalizeDelete),
+			note:  "the confirmed rows deleted at finalize (outbox.finalize: delete): no PROCESSED row, nothing for the clean-up"},
 		casePollerDefaults: {name: "oncebox poller, 1 instance, defaults (batch 200, min-fixed-delay 250ms)", n: nDefaults,
 			drain: drainPollers(1, defaultSettings),
 			note:  "a full batch is claimed again at once; min-fixed-delay paces partial and empty polls only"},
@@ -357,6 +361,13 @@ func drainPollers(instances int, s oncebox.EventSettings) func(ctx context.Conte
 // the kafka package's publisher does): an ordered type's claims then take
 // several events of a key.
 func drainPollersWith(instances int, s oncebox.EventSettings, keepsOrder bool) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
+	return drainPollersFinalize(instances, s, keepsOrder, oncebox.FinalizeMark)
+}
+
+// drainPollersFinalize is drainPollersWith with outbox.finalize set to
+// finalize: with oncebox.FinalizeDelete the check at the end is that no
+// row is left, in place of n PROCESSED.
+func drainPollersFinalize(instances int, s oncebox.EventSettings, keepsOrder bool, finalize string) func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
 	return func(ctx context.Context, r *relayDB, n int) (time.Duration, error) {
 		d, err := r.fresh(ctx)
 		if err != nil {
@@ -374,6 +385,7 @@ func drainPollersWith(instances int, s oncebox.EventSettings, keepsOrder bool) f
 		configs := make([]poller.Config, instances)
 		for i := range configs {
 			configs[i] = pollerConfig(d, i, relayEventType, s, hooks)
+			configs[i].Oncebox.Outbox.Finalize = finalize
 		}
 		start := r.startClock()
 		stop, err := startPollers(ctx, r.db, pub, configs...)
@@ -384,6 +396,20 @@ func drainPollersWith(instances int, s oncebox.EventSettings, keepsOrder bool) f
 		took := r.stopClock(start)
 		if err := errors.Join(waitErr, stop()); err != nil {
 			return 0, err
+		}
+		if finalize == oncebox.FinalizeDelete {
+			left := 0
+			for _, st := range []oncebox.Status{oncebox.StatusPending, oncebox.StatusInProcess, oncebox.StatusFailed, oncebox.StatusProcessed} {
+				k, err := countStatus(ctx, r.db, d, st)
+				if err != nil {
+					return 0, err
+				}
+				left += k
+			}
+			if left != 0 || out.count() != n {
+				return 0, fmt.Errorf("%d events, finalize delete: %d rows left, %d published", n, left, out.count())
+			}
+			return took, nil
 		}
 		processed, err := countStatus(ctx, r.db, d, oncebox.StatusProcessed)
 		if err != nil {

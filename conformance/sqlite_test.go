@@ -116,3 +116,11 @@ func (f *sqliteFiles) take(t testing.TB) (path, prefix string) {
 func TestConformanceSQLite(t *testing.T) {
 	dialecttest.Exercise(t, sqliteTarget())
 }
+
+// TestConformanceSQLiteFinalizeDelete runs the same suite with
+// outbox.finalize: delete (dialecttest, finalizeaudit.go).
+func TestConformanceSQLiteFinalizeDelete(t *testing.T) {
+	tg := sqliteTarget()
+	tg.Finalize = oncebox.FinalizeDelete
+	dialecttest.Exercise(t, tg)
+}

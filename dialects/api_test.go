@@ -18,15 +18,16 @@ import (
 // TestConcreteDialectsExportOnlyTheInterface guards the API: the exported
 // methods of each database package's Dialect type in its own (non-test)
 // files are those of dialects.Dialect and its optional roles
-// dialects.ClaimsFinalizer, dialects.NextDueReader and
-// dialects.ConsoleInspector; the
+// dialects.ClaimsFinalizer, dialects.NextDueReader,
+// dialects.ConsoleInspector, dialects.PartitionMaintainer and
+// dialects.ConfirmedDeleter; the
 // statement builders behind them stay unexported (the golden tests reach
 // them through each package's export_test.go).
 func TestConcreteDialectsExportOnlyTheInterface(t *testing.T) {
 	allowed := map[string]bool{}
 	for _, it := range []reflect.Type{reflect.TypeFor[dialects.Dialect](), reflect.TypeFor[dialects.ClaimsFinalizer](),
 		reflect.TypeFor[dialects.NextDueReader](), reflect.TypeFor[dialects.ConsoleInspector](),
-		reflect.TypeFor[dialects.PartitionMaintainer]()} {
+		reflect.TypeFor[dialects.PartitionMaintainer](), reflect.TypeFor[dialects.ConfirmedDeleter]()} {
 		for i := range it.NumMethod() {
 			allowed[it.Method(i).Name] = true
 		}
@@ -38,7 +39,7 @@ func TestConcreteDialectsExportOnlyTheInterface(t *testing.T) {
 	for _, db := range registry.All() {
 		extra, seen := exportedBeyond(t, db.Name, allowed)
 		require.Positive(t, seen, "%s: no method of Dialect found in dialects/%s", db.Name, db.Name)
-		require.Empty(t, extra, "%s: exported methods beyond Dialect, ClaimsFinalizer, NextDueReader, ConsoleInspector, PartitionMaintainer and WithPartitions", db.Name)
+		require.Empty(t, extra, "%s: exported methods beyond Dialect, ClaimsFinalizer, NextDueReader, ConsoleInspector, PartitionMaintainer, ConfirmedDeleter and WithPartitions", db.Name)
 	}
 }
 

@@ -83,6 +83,19 @@ type ClaimsFinalizer interface {
 	MarkProcessedClaims(ctx context.Context, db wsql.Beginner, claims []ClaimIDs, now time.Time) ([]oncebox.EventID, error)
 }
 
+// ConfirmedDeleter is implemented by the dialects that can delete a
+// confirmed row at finalize instead of marking it PROCESSED
+// (outbox.finalize: delete). The relay uses the dialect DeleteConfirmed
+// returns.
+type ConfirmedDeleter interface {
+	// DeleteConfirmed returns a copy of the dialect whose MarkProcessed and
+	// MarkProcessedClaims (ClaimsFinalizer) delete the rows they would mark
+	// PROCESSED, under the same guard (the row still IN_PROCESS under the
+	// claim's token), and return the ids they deleted. Every other method
+	// is the dialect's own.
+	DeleteConfirmed() Dialect
+}
+
 // FailedEvent is the new state of a row whose send failed: back to PENDING
 // with NextRetryAt, or FAILED when its retries are exhausted.
 type FailedEvent struct {

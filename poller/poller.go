@@ -68,6 +68,16 @@ func New(db wsql.Beginner, publisherOut message.Publisher, config Config, logger
 	if err != nil {
 		return nil, err
 	}
+	if config.Oncebox.Outbox.Finalize == oncebox.FinalizeDelete {
+		// outbox.finalize: delete. The copy differs only in MarkProcessed
+		// (and MarkProcessedClaims): every stage finalizes through it.
+		cd, ok := config.Dialect.(dialects.ConfirmedDeleter)
+		if !ok {
+			return nil, fmt.Errorf("%w: outbox.finalize: %q: the %s dialect cannot delete at finalize (dialects.ConfirmedDeleter)",
+				oncebox.ErrInvalidConfig, oncebox.FinalizeDelete, config.Dialect.Name())
+		}
+		config.Dialect = cd.DeleteConfirmed()
+	}
 	if err := checkSendTimeout(publisherOut, config.Oncebox.Outbox.MaxBatchProcessingTime); err != nil {
 		return nil, err
 	}

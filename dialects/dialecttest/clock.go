@@ -85,7 +85,7 @@ func testRelayWhoseClockIsOffIsRefusedAtRun(t *testing.T, tg Target) {
 	h := &clockHooks{}
 	cfg := s.pollerConfig("order-created")
 	cfg.Clock, cfg.Hooks, cfg.MaxClockOffset = clock, h, 4500*time.Millisecond
-	p, err := poller.New(s.Beginner, newRecorder(), cfg, nil)
+	p, err := poller.New(s.Beginner, newRecorder(), s.cfg(cfg), nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

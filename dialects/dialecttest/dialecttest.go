@@ -53,6 +53,13 @@ type Target struct {
 	// already does (PostgreSQL), or when the scripts of migrate.Statements
 	// are run one statement at a time (Oracle, by Name).
 	OpenScriptDB func(t testing.TB) *sql.DB
+	// Finalize, when oncebox.FinalizeDelete, runs the suite with
+	// outbox.finalize: delete: every Env's Dialect is its DeleteConfirmed
+	// copy (a direct MarkProcessed deletes too), every poller the tests
+	// build is configured so, and a trigger of the test's own records the id
+	// of each IN_PROCESS row deleted, which the tests count as PROCESSED
+	// (finalizeaudit.go). "" or FinalizeMark: the default.
+	Finalize string
 }
 
 // New returns an Env of NewEmpty with the tables migrated (migrate.Migrate).

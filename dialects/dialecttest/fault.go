@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,10 +78,7 @@ func (t *faultyTx) QueryContext(ctx context.Context, query string, args ...any) 
 func testLostFinalizeIsRecoveredAndResent(t *testing.T, tg Target) {
 	s := setup(t, tg)
 	ids := s.publish(t, s.clock, "order-created", 4)
-	db := &faultyDB{Beginner: s.Beginner, match: func(q string) bool {
-		q = strings.TrimSpace(q)
-		return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
-	}}
+	db := &faultyDB{Beginner: s.Beginner, match: isMarkProcessed}
 	db.fails.Store(1)
 	rec := newRecorder()
 	h := &hooks{}

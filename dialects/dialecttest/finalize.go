@@ -14,10 +14,14 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects"
 )
 
-// isMarkProcessed tells the statements that mark rows PROCESSED.
+// isMarkProcessed tells the statements that mark rows PROCESSED, or
+// delete them in their place (outbox.finalize: delete: the only DELETE
+// guarded by a claim token).
 func isMarkProcessed(q string) bool {
 	q = strings.TrimSpace(q)
-	return strings.HasPrefix(strings.ToUpper(q), "UPDATE") && strings.Contains(q, "'PROCESSED'")
+	upper := strings.ToUpper(q)
+	return strings.HasPrefix(upper, "UPDATE") && strings.Contains(q, "'PROCESSED'") ||
+		strings.HasPrefix(upper, "DELETE") && strings.Contains(q, "claim_token") && strings.Contains(q, "'IN_PROCESS'")
 }
 
 // The finalizes of batches whose sends ended while the finalize before ran

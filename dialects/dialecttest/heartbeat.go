@@ -85,7 +85,7 @@ func testDeadInstanceIsRecoveredWithinTheHeartbeatTimeout(t *testing.T, tg Targe
 	close(wake)
 	eventually(t, "A's finalize is seen as stale", func() bool { return len(hA.Snapshot().Stale) == 1 })
 	require.Equal(t, [2]int{5, 0}, hA.Snapshot().Stale[0])
-	require.Equal(t, 5, s.Count(t, s.Tables.Events, "status = 'PROCESSED' AND claimed_by = 'B'"))
+	require.Equal(t, 5, s.processed(t, "claimed_by = 'B'"))
 	for _, id := range ids {
 		require.Len(t, rec.of(id), 1)
 	}
@@ -106,7 +106,7 @@ func testClosedInstanceDeletesItsHeartbeat(t *testing.T, tg Target) {
 	}
 	cfg := s.pollerConfig("order-created")
 	cfg.InstanceID = "slow"
-	p, err := poller.New(s.Beginner, slow, cfg, nil)
+	p, err := poller.New(s.Beginner, slow, s.cfg(cfg), nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

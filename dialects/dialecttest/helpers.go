@@ -26,13 +26,22 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type suite struct {
 	*Env
 	clock *clockwork.FakeClock
+	// deleted: the target runs with outbox.finalize: delete
+	// (Target.Finalize); audit is then the table of the ids the finalize
+	// deleted (finalizeaudit.go).
+	deleted bool
+	audit   string
 }
 
 // setup marks the subtest parallel and gives it fresh, migrated tables.
 func setup(t *testing.T, tg Target) *suite {
 	t.Helper()
 	t.Parallel()
-	return &suite{Env: tg.New(t), clock: clockwork.NewFakeClockAt(t0)}
+	s := &suite{Env: tg.New(t), clock: clockwork.NewFakeClockAt(t0)}
+	if tg.Finalize == oncebox.FinalizeDelete {
+		s.finalizeDelete(t)
+	}
+	return s
 }
 
 // begin starts a transaction on the components' handle.
@@ -71,9 +80,25 @@ func (s *suite) publish(t *testing.T, clock clockwork.Clock, eventType string, n
 }
 
 // status counts the outbox rows in status.
+//
+// With outbox.finalize: delete, PROCESSED also counts the rows the
+// finalize deleted (finalizeaudit.go).
 func (s *suite) status(t *testing.T, status string) int {
 	t.Helper()
-	return s.Count(t, s.Tables.Events, "status = "+s.P(1), status)
+	n := s.Count(t, s.Tables.Events, "status = "+s.P(1), status)
+	if status == string(oncebox.StatusProcessed) && s.deleted {
+		n += s.Count(t, s.audit, "1 = 1")
+	}
+	return n
+}
+
+// cfg is c with the target's outbox.finalize: every poller a test builds
+// goes through it.
+func (s *suite) cfg(c poller.Config) poller.Config {
+	if s.deleted {
+		c.Oncebox.Outbox.Finalize = oncebox.FinalizeDelete
+	}
+	return c
 }
 
 // exec runs q on the database and returns the rows it affected.
@@ -124,7 +149,7 @@ func (s *suite) startPollerLogged(t *testing.T, db wsql.Beginner, pub message.Pu
 	if db == nil {
 		db = s.Beginner
 	}
-	p, err := poller.New(db, pub, cfg, logger)
+	p, err := poller.New(db, pub, s.cfg(cfg), logger)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -141,7 +141,13 @@ func testOrderedClaimKeepsOneBatchOfAKeyInFlight(t *testing.T, tg Target) {
 	require.EqualValues(t, 1, n)
 	tok, got = s.claimByKey(t, "order-created", 10, false)
 	require.Equal(t, ids[:1], got, "released, the head is claimed again")
-	s.markProcessed(t, tok, got...)
+	if s.deleted {
+		// The row must stay to come back below (a DLQ retry brings back
+		// a FAILED row's id; PROCESSED and back stands for it here).
+		s.exec(t, "UPDATE "+s.Tables.Events+" SET status = 'PROCESSED' WHERE id = "+s.P(1), s.ID(ids[0]))
+	} else {
+		s.markProcessed(t, tok, got...)
+	}
 
 	// ids[1] is in flight when ids[0] comes back with its old id.
 	tok, got = s.claimByKey(t, "order-created", 10, false)

@@ -92,7 +92,7 @@ func testCloseWithTwoBatchesInFlightReleasesBoth(t *testing.T, tg Target) {
 	cfg := s.pollerConfig("order-created")
 	cfg.Oncebox.Outbox.Defaults.BatchSize = 10
 	cfg.CloseTimeout = 200 * time.Millisecond
-	p, err := poller.New(s.Beginner, pub, cfg, nil)
+	p, err := poller.New(s.Beginner, pub, s.cfg(cfg), nil)
 	require.NoError(t, err)
 	errc := make(chan error, 1)
 	go func() { errc <- p.Run(context.Background()) }()

@@ -3,6 +3,7 @@ package mysql_test
 import (
 	"testing"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects/dialecttest"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 )
@@ -16,4 +17,13 @@ func TestMain(m *testing.M) { dialecttest.VerifyTestMain(m) }
 // mysql server of the machine: TestConformance/<TestName>[/<subtest>].
 func TestConformance(t *testing.T) {
 	dialecttest.Exercise(t, dbtest.TargetNamed(t, "mysql").Suite())
+}
+
+// TestConformanceFinalizeDelete runs the same suite with outbox.finalize:
+// delete: a confirmed row is deleted at finalize instead of marked
+// PROCESSED (dialecttest, finalizeaudit.go, says how the tests count it).
+func TestConformanceFinalizeDelete(t *testing.T) {
+	st := dbtest.TargetNamed(t, "mysql").Suite()
+	st.Finalize = oncebox.FinalizeDelete
+	dialecttest.Exercise(t, st)
 }

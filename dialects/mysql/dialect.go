@@ -27,6 +27,8 @@ type Dialect struct {
 	schema   string
 	tables   dialects.Tables
 	lockName string
+	// deleteConfirmed: MarkProcessed deletes (DeleteConfirmed).
+	deleteConfirmed bool
 
 	// The runners of the roles (dialects/internal/sqlkit), each with this
 	// database's statement builders, set by New. Embedded under unexported

@@ -23,6 +23,13 @@ var relayTx = sqlkit.Tx{Options: sqlkit.ReadCommitted, IsDeadlock: isDeadlock}
 // instance has a new token, so a late finalize of the old claim changes
 // nothing. The token stays on the row, as on PostgreSQL.
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	if d.deleteConfirmed {
+		return dialects.Query{
+			SQL: "DELETE FROM " + d.tables.Events + `
+ WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,
+			Args: append(d.ids(ids), d.EncodeID(token)),
+		}
+	}
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = ?
  WHERE id IN ` + inList(len(ids)) + ` AND claim_token = ? AND status = 'IN_PROCESS'`,

@@ -152,6 +152,7 @@ func oracleStatements(d *oracle.Dialect) []golden.Query {
 		{"Claim by key 2/3: EventsClaimLockCandidates (cursor)", d.EventsClaimLockCandidates(ordered, []oncebox.EventID{id1, id2})},
 		{"MarkProcessed 1/2: EventsMarkProcessed", d.EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
 		{"MarkProcessed (stale): EventsLockClaimed", d.EventsLockClaimed(tok, []oncebox.EventID{id1, id2})},
+		{"MarkProcessed, outbox.finalize: delete: EventsMarkProcessed", d.DeleteConfirmed().(*oracle.Dialect).EventsMarkProcessed(tok, []oncebox.EventID{id1, id2}, at)},
 		{"EventsMarkFailed", d.EventsMarkFailed(tok, []dialects.FailedEvent{
 			{ID: id1, Status: oncebox.StatusPending, RetryCount: 1, NextRetryAt: at.Add(time.Second), Error: "boom"},
 			{ID: id2, Status: oncebox.StatusFailed, RetryCount: 5, NextRetryAt: at, Error: "bang"}}, at)},

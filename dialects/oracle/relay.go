@@ -21,6 +21,11 @@ func (d *Dialect) eventsFailedProbe() dialects.Query {
 // when fewer rows than ids were affected.
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	var b binder
+	if d.deleteConfirmed {
+		return b.Query("DELETE FROM " + d.tables.Events +
+			"\n WHERE " + idIn(&b, "id", ids, d) + " AND claim_token = " + b.P(d.EncodeID(token)) +
+			" AND status = 'IN_PROCESS'")
+	}
 	return b.Query("UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.T(now) +
 		"\n WHERE " + idIn(&b, "id", ids, d) + " AND claim_token = " + b.P(d.EncodeID(token)) +
 		" AND status = 'IN_PROCESS'")

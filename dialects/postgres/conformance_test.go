@@ -35,3 +35,12 @@ func TestConformancePartitioned(t *testing.T) {
 	}
 	dialecttest.Exercise(t, st)
 }
+
+// TestConformanceFinalizeDelete runs the same suite with outbox.finalize:
+// delete: a confirmed row is deleted at finalize instead of marked
+// PROCESSED (dialecttest, finalizeaudit.go, says how the tests count it).
+func TestConformanceFinalizeDelete(t *testing.T) {
+	st := dbtest.TargetNamed(t, "postgres").Suite()
+	st.Finalize = oncebox.FinalizeDelete
+	dialecttest.Exercise(t, st)
+}

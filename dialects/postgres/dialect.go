@@ -17,8 +17,10 @@ type Dialect struct {
 	// partitions, when on, adds the conversion step to Migrations
 	// (partition.go, WithPartitions).
 	partitions oncebox.PartitionsConfig
-	lockKey    int64
-	insert1    string
+	// deleteConfirmed: MarkProcessed deletes (DeleteConfirmed).
+	deleteConfirmed bool
+	lockKey         int64
+	insert1         string
 
 	// The runners of the roles (dialects/internal/sqlkit), each with this
 	// database's statement builders, set by New. Embedded under unexported

@@ -13,6 +13,14 @@ import (
 // new token, so a late finalize of the old claim changes nothing. It
 // returns the ids it marked, so that only those are reported as sent.
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
+	if d.deleteConfirmed {
+		return dialects.Query{
+			SQL: "DELETE FROM " + d.tables.Events + `
+ WHERE id = ANY($1::uuid[]) AND claim_token = $2 AND status = 'IN_PROCESS'
+RETURNING id`,
+			Args: []any{d.idArray(ids), d.EncodeID(token)},
+		}
+	}
 	return dialects.Query{
 		SQL: "UPDATE " + d.tables.Events + ` SET status = 'PROCESSED', updated_at = $1
  WHERE id = ANY($2::uuid[]) AND claim_token = $3 AND status = 'IN_PROCESS'
@@ -42,6 +50,15 @@ func (d *Dialect) eventsMarkProcessedClaims(claims []dialects.ClaimIDs, now time
 		for _, id := range c.IDs {
 			ids = append(ids, id.String())
 			tokens = append(tokens, token)
+		}
+	}
+	if d.deleteConfirmed {
+		return dialects.Query{
+			SQL: "DELETE FROM " + d.tables.Events + ` e
+ USING unnest($1::uuid[], $2::uuid[]) AS u(id, claim_token)
+ WHERE e.id = u.id AND e.claim_token = u.claim_token AND e.status = 'IN_PROCESS'
+RETURNING e.id`,
+			Args: []any{ids, tokens},
 		}
 	}
 	return dialects.Query{

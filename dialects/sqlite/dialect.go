@@ -32,6 +32,8 @@ const maxIDsPerStatement = 10000
 type Dialect struct {
 	tables  dialects.Tables
 	insert1 string
+	// deleteConfirmed: MarkProcessed deletes (DeleteConfirmed).
+	deleteConfirmed bool
 
 	// The runners of the roles (dialects/internal/sqlkit), each with this
 	// database's statement builders, set by New. Embedded under unexported

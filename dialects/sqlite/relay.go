@@ -19,7 +19,10 @@ import (
 // guard: RETURNING gives exactly the rows this statement changed).
 func (d *Dialect) eventsMarkProcessed(token oncebox.EventID, ids []oncebox.EventID, now time.Time) dialects.Query {
 	var b binder
-	set := "UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.T(now)
+	set := "DELETE FROM " + d.tables.Events // DeleteConfirmed
+	if !d.deleteConfirmed {
+		set = "UPDATE " + d.tables.Events + " SET status = 'PROCESSED', updated_at = " + b.T(now)
+	}
 	in := b.In("id", d.ids(ids))
 	return b.Query(set + "\n WHERE " + in + " AND claim_token = " + b.P(d.EncodeID(token)) + " AND status = 'IN_PROCESS'\nRETURNING id")
 }
