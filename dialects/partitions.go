@@ -2,12 +2,39 @@ package dialects
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	wsql "github.com/ThreeDotsLabs/watermill-sql/v4/pkg/sql"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 )
+
+// Partitioner is implemented by the dialects whose outbox table can be
+// partitioned by time (PostgreSQL).
+type Partitioner interface {
+	// Partitioned returns a copy of the dialect whose Migrations end with
+	// the step that partitions the outbox table as p says (p on; off: the
+	// dialect unchanged).
+	Partitioned(p oncebox.PartitionsConfig) Dialect
+}
+
+// ForPartitions returns d as outbox.partitions asks: partitioned when p is
+// on (d must be a Partitioner: an error names the setting otherwise), d
+// itself when p is off. The service and the CLI build their dialect
+// through it, so that migrating with the configuration partitions the
+// table the relay's clean-up job then maintains.
+func ForPartitions(d Dialect, p oncebox.PartitionsConfig) (Dialect, error) {
+	if !p.Enabled() {
+		return d, nil
+	}
+	pd, ok := d.(Partitioner)
+	if !ok {
+		return nil, fmt.Errorf("%w: outbox.partitions: the %s dialect cannot partition the outbox table (PostgreSQL only): unset outbox.partitions.interval",
+			oncebox.ErrInvalidConfig, d.Name())
+	}
+	return pd.Partitioned(p), nil
+}
 
 // PartitionMaintainer is implemented by the dialects that can partition
 // the outbox table by time (PostgreSQL): the outbox clean-up job calls it

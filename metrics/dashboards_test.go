@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dlq"
 	"github.com/oncebox/watermill-oncebox/internal/pgtest"
 	"github.com/oncebox/watermill-oncebox/metrics"
@@ -138,6 +139,7 @@ func fullRegistry(t *testing.T) *prometheus.Registry {
 	ph.ListenerUp()
 	ph.Woken("e", poller.WokeLoop)
 	ph.ListenerDown(poller.ErrListenerDeaf)
+	ph.PartitionsMaintained(dialects.PartitionStats{Created: 1}, nil)
 	ih.Consumed("")
 	ih.Duplicate("", true)
 	ih.Failed("", nil)

@@ -37,6 +37,8 @@ const (
 	NameRelayListenerUp         = "oncebox_relay_listener_up"
 	NameRelayListenerDown       = "oncebox_relay_listener_down_total"
 	NameRelayWakeUps            = "oncebox_relay_wake_ups_total"
+	NameOutboxPartitions        = "oncebox_outbox_partitions_total"
+	NameOutboxPartitionsKept    = "oncebox_outbox_partitions_kept"
 
 	NameInboxConsumed     = "oncebox_inbox_consumed_total"
 	NameInboxDuplicates   = "oncebox_inbox_duplicates_total"
@@ -67,7 +69,7 @@ var names = []string{
 	NameOutboxEventsSent, NameOutboxEventsFailed, NameOutboxBrokerUnavailable, NameOutboxBrokerOutage,
 	NameOutboxStaleFinalizes, NameOutboxPolls, NameOutboxPollErrors, NameOutboxClaimedEvents,
 	NameOutboxPollDelay, NameJobRuns, NameJobRunDuration, NameJobRows, NameJobDelay, NameNotifyQueueUsage, NameRelayClockOffset,
-	NameRelayListenerUp, NameRelayListenerDown, NameRelayWakeUps,
+	NameRelayListenerUp, NameRelayListenerDown, NameRelayWakeUps, NameOutboxPartitions, NameOutboxPartitionsKept,
 	NameInboxConsumed, NameInboxDuplicates, NameInboxFailed, NameInboxCacheErrors,
 	NameInboxCacheLookups,
 	NamePoisonParked, NamePoisonStoreFailures, NamePoisonNacked, NameDLQActions,

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
+	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/poller"
 )
 
@@ -38,6 +39,8 @@ type PollerHooks struct {
 	listenerUp   *prometheus.GaugeVec   // no labels: absent until the relay has a listener
 	listenerDown *prometheus.CounterVec // reason
 	wakeUps      *prometheus.CounterVec // target
+	partitions   *prometheus.CounterVec // action: created, removed
+	partsKept    prometheus.Gauge
 	jobs         *jobMetrics
 	seen         sync.Map // event type → struct{}: its series exist
 }
@@ -45,6 +48,8 @@ type PollerHooks struct {
 var (
 	_ poller.Hooks     = (*PollerHooks)(nil)
 	_ poller.WakeHooks = (*PollerHooks)(nil)
+
+	_ poller.PartitionHooks = (*PollerHooks)(nil)
 )
 
 // The values of the label reason of oncebox_relay_listener_down_total.
@@ -144,10 +149,14 @@ func NewPollerHooks(reg prometheus.Registerer) (*PollerHooks, error) {
 			Help: "1 while the relay's wake-up listener is listening, 0 while it is down or found deaf (the relay polls only); absent without a listener."}, nil),
 		listenerDown: counter(NameRelayListenerDown, "Sessions of the wake-up listener that ended, by reason: deaf (its probe notification never arrived: a transaction pooler; the relay polls only) or lost (reconnects).", "reason"),
 		wakeUps:      counter(NameRelayWakeUps, "Notifications the wake-up listener received, by what they woke: loop, discovery, dlq_retry or nothing.", "target"),
-		jobs:         newJobMetrics(),
+		partitions:   counter(NameOutboxPartitions, "Outbox partitions the clean-up job created ahead or removed (dropped or detached, outbox.partitions.retention), by action: created, removed.", "action"),
+		partsKept: prometheus.NewGauge(prometheus.GaugeOpts{Name: NameOutboxPartitionsKept,
+			Help: "Expired outbox partitions the last maintenance run kept: they still hold a PENDING, IN_PROCESS or FAILED row, or their locks were not granted within 2s. Growing: a row that never finishes holds its partition (and its disk)."}),
+		jobs: newJobMetrics(),
 	}
 	for _, c := range []prometheus.Collector{h.sent, h.failed, h.unavailable, h.stale, h.polls, h.pollErrors,
-		h.claimed, h.pollDelay, h.outage, h.notifyQueue, h.clockOffset, h.listenerUp, h.listenerDown, h.wakeUps} {
+		h.claimed, h.pollDelay, h.outage, h.notifyQueue, h.clockOffset, h.listenerUp, h.listenerDown, h.wakeUps,
+		h.partitions, h.partsKept} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -274,6 +283,13 @@ func (h *PollerHooks) ListenerDown(err error) {
 	h.listenerDown.WithLabelValues(ListenerLost)
 	h.listenerDown.WithLabelValues(reason).Inc()
 	h.listenerUp.WithLabelValues().Set(0)
+}
+
+// PartitionsMaintained implements poller.PartitionHooks.
+func (h *PollerHooks) PartitionsMaintained(st dialects.PartitionStats, _ error) {
+	h.partitions.WithLabelValues("created").Add(float64(st.Created))
+	h.partitions.WithLabelValues("removed").Add(float64(st.Removed))
+	h.partsKept.Set(float64(st.Kept))
 }
 
 // JobDone implements poller.Hooks.

@@ -167,3 +167,17 @@ func TestPollerHooksListener(t *testing.T) {
 	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameRelayListenerDown, map[string]string{"reason": metrics.ListenerLost}))
 	require.Equal(t, 0.0, mustValue(t, reg, metrics.NameRelayListenerUp, nil))
 }
+
+// The partition maintenance's figures: partitions created and removed
+// count up, the expired partitions kept at the last run are a gauge.
+func TestPollerHooksPartitions(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	h, err := metrics.NewPollerHooks(reg)
+	require.NoError(t, err)
+	h.PartitionsMaintained(dialects.PartitionStats{Created: 4, Kept: 3}, nil)
+	h.PartitionsMaintained(dialects.PartitionStats{Created: 1, Removed: 2, Kept: 1}, nil)
+	require.Equal(t, 5.0, mustValue(t, reg, metrics.NameOutboxPartitions, map[string]string{"action": "created"}))
+	require.Equal(t, 2.0, mustValue(t, reg, metrics.NameOutboxPartitions, map[string]string{"action": "removed"}))
+	require.Equal(t, 1.0, mustValue(t, reg, metrics.NameOutboxPartitionsKept, nil))
+}

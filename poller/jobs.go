@@ -110,7 +110,21 @@ func (p *Poller) maintainPartitions(ctx context.Context) error {
 	if st.Created > 0 || st.Removed > 0 {
 		p.logger.Info("Partitions maintained", watermill.LogFields{"created": st.Created, "removed": st.Removed, "kept": st.Kept})
 	}
+	if ph, ok := p.config.Hooks.(PartitionHooks); ok {
+		ph.PartitionsMaintained(st, err)
+	}
 	return err
+}
+
+// PartitionHooks is implemented by a Hooks value that wants to know what
+// the partition maintenance did (outbox.partitions, PostgreSQL); the
+// poller checks for it with a type assertion, so that Hooks keeps its
+// methods.
+type PartitionHooks interface {
+	// PartitionsMaintained is called after each maintenance run (on the
+	// instance holding the clean-up lease) with what it did, and its error
+	// if it failed part way.
+	PartitionsMaintained(st dialects.PartitionStats, err error)
 }
 
 // leasedCleanUp runs the clean-up job on the CleanUp schedule: rows older

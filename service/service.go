@@ -296,13 +296,18 @@ func dialectFor(db wsql.Beginner, cfg oncebox.Config, given dialects.Dialect) (d
 			return nil, fieldErr("tables", "the dialect of WithDialect places the outbox in %s, but tables.schema and tables.prefix place it in %s",
 				got.Events, want.Events)
 		}
-		return given, nil
+		return dialects.ForPartitions(given, cfg.Outbox.Partitions)
 	}
 	if name == "" {
 		return nil, fieldErr("database", "is empty and the database handle's driver (%s) is not one oncebox knows: set database to one of %s",
 			driver, strings.Join(registry.Names(), ", "))
 	}
-	return registry.New(name, cfg.Tables)
+	d, err := registry.New(name, cfg.Tables)
+	if err != nil {
+		return nil, err
+	}
+	// Migrate then partitions the outbox when outbox.partitions is on.
+	return dialects.ForPartitions(d, cfg.Outbox.Partitions)
 }
 
 // driverOf names the type behind db and the database its driver speaks

@@ -215,3 +215,26 @@ func (h *inboxHooks) Duplicate(_ string, cached bool) {
 		h.cached++
 	}
 }
+
+// outbox.partitions in the configuration partitions the outbox at
+// Migrate (PostgreSQL: the table the relay's clean-up job then maintains);
+// on a database that cannot partition, New refuses it, naming the setting.
+func TestPartitionsFromTheConfigurationPartitionTheOutbox(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		b := setup(t, tg)
+		cfg := config(t, "  tables: {schema: %s, prefix: part_}\n  outbox: {partitions: {interval: 1h}}\n", b.schema)
+		if tg.Name != "postgres" {
+			_, err := service.New(b.Beginner, cfg, nil)
+			require.ErrorIs(t, err, oncebox.ErrInvalidConfig)
+			require.ErrorContains(t, err, "outbox.partitions: the "+tg.Name+" dialect cannot partition the outbox table")
+			return
+		}
+		svc := b.newService(t, cfg)
+		require.NoError(t, svc.Migrate(context.Background()))
+		var kind string
+		require.NoError(t, b.DB.QueryRowContext(context.Background(),
+			"SELECT relkind::text FROM pg_class WHERE oid = $1::regclass", svc.Dialect().Tables().Events).Scan(&kind))
+		require.Equal(t, "p", kind, "the outbox table is partitioned")
+	})
+}

@@ -119,6 +119,10 @@ type globals struct {
 	json      bool
 	noHeaders bool
 	timeout   time.Duration
+	// partitions is the --config file's outbox.partitions, or migrate's
+	// --partition-interval: the dialect migrates to a partitioned outbox
+	// (dialects.ForPartitions).
+	partitions oncebox.PartitionsConfig
 }
 
 // app is one run of the CLI.
@@ -264,6 +268,19 @@ func (a *app) applyConfig(cmd *cobra.Command, _ []string) error {
 		if !fl.Changed("database") {
 			a.g.database = cfg.Database
 		}
+		p := cfg.Outbox.Partitions
+		if fl.Changed("partition-interval") {
+			p.Interval = a.g.partitions.Interval
+		}
+		a.g.partitions = p
+	}
+	if a.g.partitions.Enabled() || a.g.partitions.Interval < 0 {
+		// The rules of the configuration's outbox.partitions (at least 1m).
+		var c oncebox.Config
+		c.Outbox.Partitions = a.g.partitions
+		if err := c.WithDefaults().Validate(); err != nil {
+			return usageErr("--partition-interval / outbox.partitions: %v", err)
+		}
 	}
 	if a.g.database != "" {
 		if _, ok := registry.Lookup(a.g.database); !ok {
@@ -368,6 +385,9 @@ func (a *app) dialect(name string) (dialects.Dialect, error) {
 	d, err := registry.New(name, oncebox.TablesConfig{Schema: a.g.schema, Prefix: a.g.prefix})
 	if err != nil {
 		return nil, usageErr("--schema/--prefix: %v", err)
+	}
+	if d, err = dialects.ForPartitions(d, a.g.partitions); err != nil {
+		return nil, usageErr("--partition-interval / outbox.partitions: %v", err)
 	}
 	return d, nil
 }

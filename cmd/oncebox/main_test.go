@@ -436,3 +436,34 @@ func TestRowsMovedByTheRelay(t *testing.T) {
 	require.Equal(t, now.Format(time.RFC3339), out.Items[0]["updated_at"]) // the fixed clock stamps the change
 	require.Nil(t, out.Next)
 }
+
+// migrate --partition-interval (or the --config file's outbox.partitions)
+// partitions the outbox table: step 1001 is applied after the others, and
+// the table is partitioned, so the relay's clean-up job can maintain it.
+// On a database that cannot partition, and for an interval under a minute,
+// it is a usage error that names the setting, and nothing is migrated.
+func TestMigratePartitioned(t *testing.T) {
+	s := pgtest.NewEmptySchema(t)
+	c := &cli{t: t, schema: s}
+	r := c.run("", "migrate", "--partition-interval", "1h")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "applied 1001 1001_partition_outbox")
+	var kind string
+	require.NoError(t, s.Pool.QueryRow(context.Background(),
+		"SELECT relkind::text FROM pg_class WHERE oid = $1::regclass", s.Dialect.Tables().Events).Scan(&kind))
+	require.Equal(t, "p", kind, "the outbox table is partitioned")
+
+	r = c.run("", "migrate", "--partition-interval", "10s")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "outbox.partitions.interval: must be at least 1m, got 10s")
+
+	r = c.run("", "migrate", "--print-sql", "--database", "sqlite", "--partition-interval", "1h")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "outbox.partitions: the sqlite dialect cannot partition the outbox table")
+
+	cfg := filepath.Join(t.TempDir(), "oncebox.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte("oncebox:\n  outbox:\n    partitions: {interval: 24h}\n"), 0o600))
+	r = c.run("", "migrate", "--print-sql", "--database", "postgres", "--config", cfg)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "PARTITION BY RANGE (id)", "the --config file's outbox.partitions")
+}

@@ -104,6 +104,10 @@ func (a *app) migrateCmd() *cobra.Command {
 	_ = c.MarkFlagDirname("out-dir")
 	fl.BoolVar(&dry.on, "dry-run", false, "connect, read the versions the schema has applied and print the migrations that would run; change nothing")
 	fl.BoolVar(&dry.showSQL, "show-sql", false, "with --dry-run: print the SQL of the migrations that would run")
+	fl.DurationVar(&a.g.partitions.Interval, "partition-interval", 0,
+		"PostgreSQL: partition the outbox table by time, one partition per this interval (e.g. 1h, 24h; at least 1m): "+
+			"adds migration step 1001, which converts the table (new or existing; docs/postgresql.md, \"Partitions\"); "+
+			"the --config file's outbox.partitions otherwise")
 	return c
 }
 

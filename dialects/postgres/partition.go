@@ -46,6 +46,13 @@ func (d *Dialect) WithPartitions(p oncebox.PartitionsConfig) *Dialect {
 	return &c
 }
 
+// Partitioned implements dialects.Partitioner: WithPartitions.
+func (d *Dialect) Partitioned(p oncebox.PartitionsConfig) dialects.Dialect {
+	return d.WithPartitions(p)
+}
+
+var _ dialects.Partitioner = (*Dialect)(nil)
+
 // partitionMigration is the conversion step: one DO block, so that it runs
 // as one statement inside the migration transaction, under the migration
 // lock.

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/pubsub/gochannel"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
 	oncebox "github.com/oncebox/watermill-oncebox"
@@ -15,6 +18,7 @@ import (
 	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/internal/dbtest"
 	"github.com/oncebox/watermill-oncebox/migrate"
+	"github.com/oncebox/watermill-oncebox/poller"
 )
 
 var partCfg = oncebox.PartitionsConfig{Interval: time.Hour, Ahead: 3}
@@ -184,4 +188,94 @@ func TestPartitionsMigrationCoversNow(t *testing.T) {
 	var part string
 	require.NoError(t, e.DB.QueryRow(`SELECT tableoid::regclass::text FROM `+e.Tables.Events+` WHERE id = $1`, id).Scan(&part))
 	require.NotContains(t, part, "_default", "interval %s: a row of now went to the default partition", iv)
+}
+
+// Two maintenance runs at once (outside the lease: by hand, or two relays
+// whose clocks disagree about the lease) create each partition once and
+// fail neither: a concurrent CREATE of the same partition is passed over.
+func TestPartitionsMaintenanceRace(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	before := len(partitions(t, e))
+	now := time.Now().UTC().Add(10 * time.Hour)
+	var wg sync.WaitGroup
+	stats := make([]dialects.PartitionStats, 4)
+	errs := make([]error, 4)
+	for i := range stats {
+		wg.Go(func() {
+			stats[i], errs[i] = d.MaintainPartitions(context.Background(), e.Beginner, partCfg, now, now.Add(-100*time.Hour))
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i := range stats {
+		require.NoError(t, errs[i], "run %d", i)
+		created += stats[i].Created
+	}
+	require.Equal(t, partCfg.Ahead+1, created, "hours 10 to 13 created once in all")
+	require.Len(t, partitions(t, e), before+partCfg.Ahead+1)
+}
+
+// Two relays with outbox.partitions on: the maintenance runs under the
+// clean-up lease on one of them at a time; every run succeeds, the
+// partitions of the interval ahead are created once in all, and the hook
+// (poller.PartitionHooks, the metrics) hears of each run.
+func TestPartitionsMaintainedByOneOfTwoRelays(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	clock := clockwork.NewFakeClockAt(time.Now().UTC().Add(48 * time.Hour))
+	hooks := []*partitionHooks{{}, {}}
+	for i, h := range hooks {
+		cfg := poller.Config{Dialect: d, Clock: clock, InstanceID: fmt.Sprintf("relay-%d", i), Hooks: h,
+			CleanUp: poller.Schedule{Min: time.Second, Max: time.Second, Multiplier: 1}}
+		cfg.Oncebox.Outbox.Partitions = partCfg
+		cfg.Oncebox.Outbox.Events = map[string]oncebox.EventSettings{"t": {}}
+		cfg.Oncebox.Outbox.StrictEventTypes = true
+		p, err := poller.New(e.Beginner, gochannel.NewGoChannel(gochannel.Config{}, watermill.NopLogger{}), cfg, nil)
+		require.NoError(t, err)
+		errc := make(chan error, 1)
+		go func() { errc <- p.Run(context.Background()) }()
+		<-p.Running()
+		t.Cleanup(func() { require.NoError(t, p.Close()); require.NoError(t, <-errc) })
+	}
+	// The clean-up job's first run comes after its schedule's minimum on
+	// the fake clock: the clock moves a second at each check.
+	require.Eventually(t, func() bool {
+		clock.Advance(time.Second)
+		return hooks[0].count()+hooks[1].count() >= 2
+	}, 30*time.Second, 20*time.Millisecond)
+	created := 0
+	for _, h := range hooks {
+		h.mu.Lock()
+		for _, r := range h.runs {
+			require.NoError(t, r.err)
+			created += r.st.Created
+		}
+		h.mu.Unlock()
+	}
+	require.Equal(t, partCfg.Ahead+1, created, "48 hours on: the interval of now and 3 ahead, created once")
+}
+
+type partitionHooks struct {
+	poller.NopHooks
+	mu   sync.Mutex
+	runs []struct {
+		st  dialects.PartitionStats
+		err error
+	}
+}
+
+func (h *partitionHooks) PartitionsMaintained(st dialects.PartitionStats, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.runs = append(h.runs, struct {
+		st  dialects.PartitionStats
+		err error
+	}{st, err})
+}
+
+func (h *partitionHooks) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.runs)
 }
