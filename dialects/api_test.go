@@ -27,7 +27,8 @@ func TestConcreteDialectsExportOnlyTheInterface(t *testing.T) {
 	allowed := map[string]bool{}
 	for _, it := range []reflect.Type{reflect.TypeFor[dialects.Dialect](), reflect.TypeFor[dialects.ClaimsFinalizer](),
 		reflect.TypeFor[dialects.NextDueReader](), reflect.TypeFor[dialects.ConsoleInspector](),
-		reflect.TypeFor[dialects.PartitionMaintainer](), reflect.TypeFor[dialects.ConfirmedDeleter]()} {
+		reflect.TypeFor[dialects.PartitionMaintainer](), reflect.TypeFor[dialects.ConfirmedDeleter](),
+		reflect.TypeFor[dialects.Partitioner]()} {
 		for i := range it.NumMethod() {
 			allowed[it.Method(i).Name] = true
 		}
@@ -39,7 +40,7 @@ func TestConcreteDialectsExportOnlyTheInterface(t *testing.T) {
 	for _, db := range registry.All() {
 		extra, seen := exportedBeyond(t, db.Name, allowed)
 		require.Positive(t, seen, "%s: no method of Dialect found in dialects/%s", db.Name, db.Name)
-		require.Empty(t, extra, "%s: exported methods beyond Dialect, ClaimsFinalizer, NextDueReader, ConsoleInspector, PartitionMaintainer, ConfirmedDeleter and WithPartitions", db.Name)
+		require.Empty(t, extra, "%s: exported methods beyond Dialect, ClaimsFinalizer, NextDueReader, ConsoleInspector, PartitionMaintainer, Partitioner, ConfirmedDeleter and WithPartitions", db.Name)
 	}
 }
 
