@@ -9,6 +9,7 @@
 //	go run ./bench -scenarios mariadb-relay,mariadb-idle   # MariaDB only
 //	go run ./bench -scenarios relay -cpuprofile /tmp/relay.pprof   # with a CPU profile
 //	go run ./bench -own-cluster -scenarios relay,xmin   # on a throw-away cluster, autovacuum on (root)
+//	go run ./bench -own-cluster -scenarios partitions   # plain against partitioned outbox, 1,000,000 rows
 package main
 
 import (
@@ -47,6 +48,7 @@ var scenarios = []scenario{
 	{"soak", "a steady load (-soak-rate events/s for -soak-duration) on a cluster of its own with autovacuum on: commit-to-publish p50/p99, outbox size, dead tuples and statements per event, per interval; exactly once checked at the end (not in the default run)", runSoak},
 	{"writes", "writes per event on PostgreSQL (issue 28): today's claim + mark PROCESSED (+ the clean-up's delete), claim + DELETE on finalize, and one DELETE … FOR UPDATE SKIP LOCKED … RETURNING in a transaction held during the send, each against the raw claim-and-mark loop, 100,000 rows, batch 1,000, medians of 5 rounds; rows/s and bytes of WAL per event", runWrites},
 	{"xmin", "a held xmin horizon: producers at a steady rate, a relay loop (the dialect's Claim, timed, and MarkProcessed), sampled every 15 s: the claim's p50/p95, dead and live tuples, autovacuums, table and index size; without and with a session holding a REPEATABLE READ transaction with an xid open; needs autovacuum on (-own-cluster), partitions not built", runXmin},
+	{"partitions", "a plain outbox against one partitioned by the hour (outbox.partitions), 1,000,000 rows over 10 hours (900,000 PROCESSED, 100,000 PENDING): size, the raw claim-and-mark loop over the PENDING rows, and the retention of the 9 oldest hours (the clean-up's DeleteProcessed against MaintainPartitions dropping partitions): time, WAL, size after", runPartitions},
 	{"inbox", "per-message cost of the inbox middleware (no cache, in-process cache, Redis) vs a bare handler, new events and duplicates", runInbox},
 }
 

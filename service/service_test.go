@@ -238,3 +238,38 @@ func TestPartitionsFromTheConfigurationPartitionTheOutbox(t *testing.T) {
 		require.Equal(t, "p", kind, "the outbox table is partitioned")
 	})
 }
+
+// outbox.finalize: delete in the configuration reaches the service's
+// relay: the events are sent and their rows are gone, none left PROCESSED.
+func TestFinalizeDeleteFromTheConfiguration(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, tg dbtest.Target) {
+		b := setup(t, tg)
+		cfg := config(t, relayYAML+"    finalize: delete\n", b.schema)
+		require.Equal(t, oncebox.FinalizeDelete, cfg.Outbox.Finalize)
+		broker := newBroker(t, true)
+		msgs, err := broker.Subscribe(t.Context(), "order-created")
+		require.NoError(t, err)
+		svc, err := service.New(b.Beginner, cfg, watermill.NopLogger{}, service.WithRelay(broker))
+		require.NoError(t, err)
+		run(t, svc)
+
+		tx := b.begin(t)
+		pub, err := svc.Publisher(tx)
+		require.NoError(t, err)
+		for range 3 {
+			require.NoError(t, pub.Publish("order-created", message.NewMessage(watermill.NewUUID(), []byte(`{}`))))
+		}
+		require.NoError(t, tx.Commit())
+		for range 3 {
+			select {
+			case m := <-msgs:
+				m.Ack()
+			case <-time.After(30 * time.Second):
+				t.Fatal("the events were not relayed")
+			}
+		}
+		require.Eventually(t, func() bool { return b.Count(t, b.Tables.Events, "") == 0 }, 10*time.Second, 10*time.Millisecond,
+			"the confirmed rows deleted, none left PROCESSED")
+	})
+}
