@@ -170,7 +170,10 @@ SELECT id, $1, $1, NULL, gen_random_uuid()::text, $2::bytea, replace($3::text, $
 // outboxSize returns the bytes of the outbox table's heap (with its TOAST)
 // and of its indexes, partitions included.
 func outboxSize(ctx context.Context, pool *pgxpool.Pool, d *postgres.Dialect) (heap, idx int64, err error) {
-	err = pool.QueryRow(ctx, `SELECT coalesce(sum(pg_table_size(relid)), 0)::bigint, coalesce(sum(pg_indexes_size(relid)), 0)::bigint
-  FROM pg_partition_tree($1::regclass)`, d.Tables().Events).Scan(&heap, &idx)
+	// The table and its partitions (pg_partition_tree gives nothing for a
+	// plain table); a partitioned parent itself has no storage.
+	err = pool.QueryRow(ctx, `SELECT coalesce(sum(pg_table_size(c.oid)), 0)::bigint, coalesce(sum(pg_indexes_size(c.oid)), 0)::bigint
+  FROM pg_class c
+ WHERE c.oid = $1::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::regclass)`, d.Tables().Events).Scan(&heap, &idx)
 	return heap, idx, err
 }
