@@ -398,13 +398,9 @@ func drainPollersFinalize(instances int, s oncebox.EventSettings, keepsOrder boo
 			return 0, err
 		}
 		if finalize == oncebox.FinalizeDelete {
-			left := 0
-			for _, st := range []oncebox.Status{oncebox.StatusPending, oncebox.StatusInProcess, oncebox.StatusFailed, oncebox.StatusProcessed} {
-				k, err := countStatus(ctx, r.db, d, st)
-				if err != nil {
-					return 0, err
-				}
-				left += k
+			left, err := countRows(ctx, r.db, d)
+			if err != nil {
+				return 0, err
 			}
 			if left != 0 || out.count() != n {
 				return 0, fmt.Errorf("%d events, finalize delete: %d rows left, %d published", n, left, out.count())

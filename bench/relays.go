@@ -70,8 +70,18 @@ func countStatus(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialec
 	if !ok {
 		return 0, fmt.Errorf("count: no database %q in the registry", d.Name())
 	}
-	rows, err := db.QueryContext(ctx, "SELECT count(*) FROM "+d.Tables().Events+" WHERE status = "+
-		database.Placeholder(1), string(status))
+	return countWhere(ctx, db, d, " WHERE status = "+database.Placeholder(1), string(status))
+}
+
+// countRows returns the number of outbox rows, whatever their status.
+func countRows(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) (int, error) {
+	return countWhere(ctx, db, d, "")
+}
+
+// countWhere returns the number of outbox rows that where (with its
+// arguments) keeps.
+func countWhere(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect, where string, args ...any) (int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT count(*) FROM "+d.Tables().Events+where, args...)
 	if err != nil {
 		return 0, err
 	}

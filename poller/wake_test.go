@@ -123,15 +123,18 @@ func TestWakeOnCommitRelaysWhileTheLoopSleeps(t *testing.T) {
 	require.Equal(t, []string{woke("order-created", poller.WokeLoop)}, woken)
 }
 
-// A type nobody configured wakes the discovery, which starts its loop at
-// once.
-func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
+// startDiscovering runs a poller that polls order-created and discovers
+// every other type, with polling as its defaults' pace (zero: the
+// defaults), on b's fake clock, and returns once the listener is up, the
+// first polls are done and every loop sleeps (4 waiters: the loop, the
+// discovery, recovery, clean-up).
+func startDiscovering(t *testing.T, b *bundle, polling oncebox.PollingSettings) (*wakeHooks, *recorder) {
+	t.Helper()
 	h := &wakeHooks{}
 	rec := newRecorder()
 	cfg := b.config() // discovers every type besides its own
 	cfg.EventTypes = []string{"order-created"}
+	cfg.Oncebox.Outbox.Defaults.Polling = polling
 	cfg.Hooks = h
 	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
 	require.NoError(t, err)
@@ -142,7 +145,16 @@ func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
+	require.NoError(t, b.clock.BlockUntilContext(ctx, 4))
+	return h, rec
+}
+
+// A type nobody configured wakes the discovery, which starts its loop at
+// once.
+func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h, rec := startDiscovering(t, b, oncebox.PollingSettings{})
 
 	ids := b.publish(t, b.clock, "invoice-paid", 2)
 	eventually(t, "the discovered type is relayed without the clock moving", func() bool {
@@ -162,22 +174,9 @@ func TestWakeOnCommitStartsADiscoveredType(t *testing.T) {
 func TestWakeAfterADiscoveredLoopEndedStartsItAgainAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := &wakeHooks{}
-	rec := newRecorder()
-	cfg := b.config() // discovers every type besides its own
-	cfg.EventTypes = []string{"order-created"}
-	cfg.Oncebox.Outbox.Defaults.Polling = oncebox.PollingSettings{MinFixedDelay: 30 * time.Second, MaxFixedDelay: time.Minute}
-	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, rec, cfg, nil)
-	require.NoError(t, err)
-	start(t, p)
-	eventually(t, "listener up, first polls done", func() bool {
-		ups, _, _ := h.state()
-		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
-	})
+	h, rec := startDiscovering(t, b, oncebox.PollingSettings{MinFixedDelay: 30 * time.Second, MaxFixedDelay: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
 
 	first := b.publish(t, b.clock, "invoice-paid", 2)
 	eventually(t, "the discovered type is relayed", func() bool {
@@ -476,20 +475,9 @@ func TestWakeAfterEmptyWakePollsWaitsTheHoldNotTheWindow(t *testing.T) {
 func TestWakeUpFloodCostsTheDiscoveryNothingOrOneQueryPerMinFixedDelay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	h := &wakeHooks{}
-	cfg := b.config() // discovers every type besides its own
-	cfg.EventTypes = []string{"order-created"}
-	cfg.Hooks = h
-	p, err := poller.New(b.schema.Beginner, newRecorder(), cfg, nil)
-	require.NoError(t, err)
-	start(t, p)
-	eventually(t, "listener up, first polls done", func() bool {
-		ups, _, _ := h.state()
-		return ups == 1 && h.pollsOf("order-created") == 1 && h.pollsOf(poller.DiscoveryEventType) == 1
-	})
+	h, _ := startDiscovering(t, b, oncebox.PollingSettings{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	require.NoError(t, b.clock.BlockUntilContext(ctx, 4)) // + the discovery
 
 	// Random payloads, 256 bytes and more: no event type is that long.
 	notifyFlood(t, b, h, 2000, `repeat(md5(random()::text), 8 + i % 3)`)
