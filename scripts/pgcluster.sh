@@ -58,18 +58,38 @@ need() {
   [ -x "/usr/lib/postgresql/$VERSION/bin/pg_basebackup" ] || die "PostgreSQL $VERSION's binaries not found in /usr/lib/postgresql/$VERSION/bin"
 }
 
-# free_port: a port that no cluster is configured on and nothing listens
-# on. Called under the lock, so that two creations do not pick the same.
+# The ports of our clusters and PgBouncers: below the kernel's ephemeral
+# range (net.ipv4.ip_local_port_range, 32768-60999 by default), where the
+# local end of an outgoing connection never lands. In the ephemeral range a
+# port that is free when picked can be taken a moment later by one of the
+# thousands of connections `make test` opens, and the server then fails to
+# bind it ("Address already in use"): it did, in CI. 27400-27999 also keeps
+# clear of RabbitMQ's inter-node port (25672) and of the common services.
+PORT_FIRST=${PGCLUSTER_PORT_FIRST:-27400}
+PORT_LAST=${PGCLUSTER_PORT_LAST:-27999}
+
+# in_use PORT: something listens on PORT, or a socket (a connection's local
+# end, one in TIME_WAIT) is bound to it.
+in_use() {
+  port_open "$1" && return 0
+  has ss && [ -n "$(ss -Htan "sport = :$1" 2>/dev/null)" ] && return 0
+  return 1
+}
+
+# free_port: a port that no cluster is configured on and that nothing
+# uses. Called under the lock, so that two creations do not pick the same.
 free_port() {
-  local used p
+  local used p lo
+  lo=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$PORT_LAST" -lt "$lo" ] || echo "pgcluster: warning: ports $PORT_FIRST-$PORT_LAST reach the ephemeral range (from $lo): a connection may take the port picked (set PGCLUSTER_PORT_FIRST/LAST)" >&2
   used=$(pg_lsclusters -h 2>/dev/null | awk '{print $3}')
   used="$used $(cat "$BASE"/*/pgbouncer.port 2>/dev/null || true)"
-  for p in $(seq 54400 54999); do
+  for p in $(seq "$PORT_FIRST" "$PORT_LAST"); do
     [[ " $used " == *" $p "* ]] && continue
-    port_open "$p" && continue
+    in_use "$p" && continue
     echo "$p"; return 0
   done
-  die "no free port in 54400-54999"
+  die "no free port in $PORT_FIRST-$PORT_LAST"
 }
 
 wait_ready() { # PORT [WRITE]

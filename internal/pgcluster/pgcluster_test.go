@@ -2,7 +2,9 @@ package pgcluster_test
 
 import (
 	"context"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,14 @@ func TestClusterWithSyncReplicaAndPgBouncer(t *testing.T) {
 		var s string
 		require.NoError(t, conn.QueryRow(ctx, sql, pgx.QueryExecModeSimpleProtocol).Scan(&s), sql)
 		return s
+	}
+	// Every port is below the kernel's ephemeral range: in it, a port free
+	// when picked can be taken by a connection's local end before the
+	// server binds it (CI failed so: "Address already in use").
+	lo := ephemeralLow(t)
+	for name, port := range map[string]int{"primary": c.PrimaryPort, "replica": c.ReplicaPort, "pgbouncer": c.PgBouncerPort} {
+		require.NotZero(t, port, name)
+		require.Less(t, port, lo, "the %s's port %d is in the ephemeral range (from %d)", name, port, lo)
 	}
 	require.Equal(t, "on", query(c.PrimaryDSN, "SHOW autovacuum"))
 	require.Equal(t, "sync", query(c.PrimaryDSN, "SELECT sync_state FROM pg_stat_replication"))
@@ -63,4 +73,16 @@ func TestClusterWithSyncReplicaAndPgBouncer(t *testing.T) {
 	c.Remove(t)
 	_, err = pgx.Connect(ctx, c.PrimaryDSN)
 	require.Error(t, err, "the primary is gone")
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	require.NoError(t, err)
+	f := strings.Fields(string(b))
+	require.Len(t, f, 2, "ip_local_port_range: %q", b)
+	lo, err := strconv.Atoi(f[0])
+	require.NoError(t, err)
+	return lo
 }
