@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/dialects/postgres"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
@@ -130,7 +129,8 @@ func forwarderBacklogRows(ctx context.Context, e *env, r *relayDB, small, large 
 // generate_series: the rows the oncebox publisher writes for messages with
 // orderPayload and the metadata {"tenant": "acme"}, as newEventRows builds
 // them, without n rows travelling from the client. The metadata is the
-// publisher's encoding (internal/metadata) with the id put in by the server.
+// publisher's encoding (internal/metadata) of the caller's headers: the event
+// id and type are columns, not repeated in it.
 //
 // Each id is a UUIDv7 made by the server: a 48-bit millisecond timestamp,
 // the version, a 12-bit counter (4,096 ids a millisecond, ending before
@@ -141,18 +141,16 @@ func forwarderBacklogRows(ctx context.Context, e *env, r *relayDB, small, large 
 func fillBacklog(ctx context.Context, pool *pgxpool.Pool, d *postgres.Dialect, eventType string, n int) error {
 	at := time.Now().UTC().Add(-time.Second)
 	first := at.UnixMilli() - int64(n/4096) - 1
-	const placeholder = "00000000-0000-0000-0000-000000000000"
-	md := metadata.Encode(map[string]string{"tenant": "acme"},
-		oncebox.HeaderEventID, placeholder, oncebox.HeaderEventType, eventType)
+	md := metadata.Encode(map[string]string{"tenant": "acme"})
 	events := d.Tables().Events
 	q := `INSERT INTO ` + events + ` (id, event_type, topic, partition_key, message_uuid, payload, metadata,
        status, retry_count, next_retry_at, created_at, updated_at)
-SELECT id, $1, $1, NULL, gen_random_uuid()::text, $2::bytea, replace($3::text, $4::text, id::text)::jsonb,
-       'PENDING', 0, $5, $5, $5
-  FROM (SELECT (lpad(to_hex($6::bigint + i / 4096), 12, '0') || '7' || lpad(to_hex(i % 4096), 3, '0')
+SELECT id, $1, $1, NULL, gen_random_uuid()::text, $2::bytea, $3::jsonb,
+       'PENDING', 0, $4, $4, $4
+  FROM (SELECT (lpad(to_hex($5::bigint + i / 4096), 12, '0') || '7' || lpad(to_hex(i % 4096), 3, '0')
                 || substr(replace(gen_random_uuid()::text, '-', ''), 17))::uuid AS id
-          FROM generate_series(0, $7::bigint - 1) AS i) AS ids`
-	tag, err := pool.Exec(ctx, q, eventType, orderPayload, md, placeholder, at, first, n)
+          FROM generate_series(0, $6::bigint - 1) AS i) AS ids`
+	tag, err := pool.Exec(ctx, q, eventType, orderPayload, md, at, first, n)
 	if err != nil {
 		return fmt.Errorf("fill a backlog of %d events: %w", n, err)
 	}

@@ -30,7 +30,8 @@ var orderPayload = []byte(`{"order_id":"0192f4a0-0000-7000-8000-000000000000","t
 const backlogChunk = 5000
 
 // newEventRows builds n outbox rows of eventType as the publisher writes
-// them (UUIDv7 ids, the oncebox headers in the metadata), created at at.
+// them (UUIDv7 ids; the metadata holds the caller's headers, not the event
+// id and type, which live in their columns), created at at.
 func newEventRows(n int, eventType string, at time.Time) ([]dialects.EventRow, error) {
 	rows := make([]dialects.EventRow, n)
 	for i := range rows {
@@ -40,8 +41,7 @@ func newEventRows(n int, eventType string, at time.Time) ([]dialects.EventRow, e
 		}
 		rows[i] = dialects.EventRow{ID: id, EventType: eventType, Topic: eventType,
 			MessageUUID: watermill.NewUUID(), Payload: orderPayload,
-			Metadata:  `{"tenant":"acme","oncebox_event_id":"` + id.String() + `","oncebox_event_type":"` + eventType + `"}`,
-			CreatedAt: at}
+			Metadata: `{"tenant":"acme"}`, CreatedAt: at}
 	}
 	return rows, nil
 }

@@ -154,7 +154,9 @@ func TestHandlerGet(t *testing.T) {
 	require.Equal(t, "order-created", got["event_type"])
 	require.Equal(t, "MOVED", got["status"])
 	require.Equal(t, base64.StdEncoding.EncodeToString([]byte(`{"n":1}`)), got["payload"])
-	require.Equal(t, map[string]any{"oncebox_event_id": id.String(), "a": "b"}, got["metadata"])
+	// The stored metadata is {"a":"b"}: the event id and type come from
+	// the row's columns, as the relay sends them.
+	require.Equal(t, map[string]any{"oncebox_event_id": id.String(), "oncebox_event_type": "order-created", "a": "b"}, got["metadata"])
 	moved, err := time.Parse(time.RFC3339, got["moved_at"].(string))
 	require.NoError(t, err)
 	require.True(t, moved.Equal(t0.Add(-time.Hour)))

@@ -181,6 +181,20 @@ func fromRecord(rec *dialects.DLQRecord) (Row, error) {
 		if err := json.Unmarshal(rec.Metadata, &r.Metadata); err != nil {
 			return Row{}, fmt.Errorf("oncebox: dlq: row %s: metadata is not a JSON object of strings: %w", rec.ID, err)
 		}
+		if r.Metadata == nil { // the JSON null
+			r.Metadata = map[string]string{}
+		}
+	}
+	// An outbox event's metadata holds neither its id nor its type (the
+	// outbox row keeps them in columns, and so does this one): the row
+	// shows them as the relay sent them (issue 28: narrower rows).
+	if r.Source == oncebox.DLQSourcePublisher && r.EventID != nil {
+		if _, set := r.Metadata[oncebox.HeaderEventID]; !set {
+			r.Metadata[oncebox.HeaderEventID] = r.EventID.String()
+		}
+		if _, set := r.Metadata[oncebox.HeaderEventType]; !set {
+			r.Metadata[oncebox.HeaderEventType] = r.EventType
+		}
 	}
 	return r, nil
 }

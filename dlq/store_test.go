@@ -65,7 +65,7 @@ func (f *fixture) insert(t *testing.T, r row) oncebox.EventID {
 		   status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at)
 		VALUES ($1, $2, $3, '', $4::text, $4::text || '-topic', 'k1', $5, '{"n":1}', $6, $7, 4, 'boom', $8, $8, $9, $9, $9)`,
 		id.String(), eventID, string(r.source), r.eventType, "msg-"+id.String(),
-		`{"oncebox_event_id":"`+id.String()+`","a":"b"}`, string(r.status), r.movedAt.Add(-time.Minute), r.movedAt)
+		`{"a":"b"}`, string(r.status), r.movedAt.Add(-time.Minute), r.movedAt)
 	require.NoError(t, err)
 	return id
 }

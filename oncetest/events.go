@@ -32,9 +32,9 @@ type Event struct {
 	UUID string
 	// Payload is the message's payload.
 	Payload []byte
-	// Metadata is the stored metadata: the message's own and the headers
-	// oncebox added (oncebox.HeaderEventID, oncebox.HeaderEventType, trace
-	// context).
+	// Metadata is the metadata the relay sends: the message's own and the
+	// headers oncebox added (oncebox.HeaderEventID and
+	// oncebox.HeaderEventType, from the row's columns; trace context).
 	Metadata map[string]string
 	// Status is PENDING until the relay sent it, then PROCESSED (FAILED
 	// after its last refused attempt).
@@ -67,6 +67,12 @@ func Events(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) ([
 				return nil, fmt.Errorf("oncetest: event %s: metadata is not a JSON object of strings: %w", s.ID, err)
 			}
 		}
+		// The row keeps the event id and type in its columns, not in its
+		// metadata; the relay adds them to the message it sends.
+		if e.Metadata == nil {
+			e.Metadata = map[string]string{}
+		}
+		e.Metadata[oncebox.HeaderEventID], e.Metadata[oncebox.HeaderEventType] = s.ID.String(), s.EventType
 		out = append(out, e)
 	}
 	return out, nil

@@ -16,10 +16,12 @@ import (
 // the rows are this instance's until they are finalized, released, or
 // recovered.
 
-// batch is a claimed batch: its rows and the claim's token.
+// batch is a claimed batch: its rows, the claim's token and the event type
+// it claimed (the rows do not carry it: toMessage adds it to each message).
 type batch struct {
-	token  oncebox.EventID
-	events []dialects.ClaimedEvent
+	token     oncebox.EventID
+	eventType string
+	events    []dialects.ClaimedEvent
 }
 
 // claimer claims batches. It holds no state of its own: every loop and
@@ -57,7 +59,7 @@ func (c *claimer) claimBatch(ec oncebox.EventConfig) (batch, error) {
 			BlockOnFailure: ec.OnFailure == oncebox.OnFailureBlock})
 		return err
 	})
-	return batch{token: token, events: events}, err
+	return batch{token: token, eventType: ec.EventType, events: events}, err
 }
 
 // claim runs the dialect's claim outside any transaction: the statement

@@ -77,7 +77,7 @@ func (s *sender) sendBatch(ctx context.Context, b batch, before, cut error) sent
 		// meanwhile, is released unsent, without an attempt.
 		results = unsent(len(b.events), before)
 	default:
-		results = s.send(ctx, b.events)
+		results = s.send(ctx, b.eventType, b.events)
 	}
 	if ctx.Err() != nil {
 		for i := range results {
@@ -118,9 +118,13 @@ type result struct {
 	err     error
 }
 
-// toMessage rebuilds the Watermill message of a claimed row: its UUID,
-// payload and metadata (which holds the oncebox headers and the key).
-func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message, error) {
+// toMessage rebuilds the Watermill message of a claimed row of eventType:
+// its UUID, payload and metadata (the caller's headers, the key, the trace
+// context), to which it adds the event id and type from the row's columns.
+// The publisher does not store them in the metadata (issue 28: narrower
+// rows); rows written before it did hold the same values, which these
+// replace.
+func toMessage(ctx context.Context, e *dialects.ClaimedEvent, eventType string) (*message.Message, error) {
 	msg := message.NewMessage(e.MessageUUID, e.Payload)
 	if len(e.Metadata) > 0 {
 		// metadata.Decode leaves what it is given as json.Unmarshal would
@@ -131,7 +135,12 @@ func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message,
 			return nil, fmt.Errorf("event %s: metadata is not a JSON object of strings: %w", e.ID, err)
 		}
 		msg.Metadata = md
+		if md == nil { // the JSON null
+			msg.Metadata = message.Metadata{}
+		}
 	}
+	msg.Metadata[oncebox.HeaderEventID] = e.ID.String()
+	msg.Metadata[oncebox.HeaderEventType] = eventType
 	msg.SetContext(ctx)
 	return msg, nil
 }
@@ -142,11 +151,11 @@ func toMessage(ctx context.Context, e *dialects.ClaimedEvent) (*message.Message,
 // multi-message call with an error that IsUnavailable does not know, its
 // messages are sent again one by one (sendOneByOne). A panic of the
 // publisher is a failed send, never a crash.
-func (s *sender) send(ctx context.Context, events []dialects.ClaimedEvent) []result {
+func (s *sender) send(ctx context.Context, eventType string, events []dialects.ClaimedEvent) []result {
 	results := make([]result, len(events))
 	msgs := make([]*message.Message, len(events))
 	for i := range events {
-		msg, err := toMessage(ctx, &events[i])
+		msg, err := toMessage(ctx, &events[i], eventType)
 		if err != nil {
 			results[i] = result{outcome: outcomeFailed, err: err}
 			continue

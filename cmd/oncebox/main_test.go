@@ -120,17 +120,20 @@ func (c *cli) insert(rows ...seed) {
 		if r.movedAt.IsZero() {
 			r.movedAt = now.Add(-time.Duration(100-r.n) * time.Minute)
 		}
-		handler := ""
-		if r.source == oncebox.DLQSourceConsumer {
-			handler = "billing-handler"
-		}
 		rid := id(r.n).String()
+		// A parked outbox row's metadata holds the caller's headers (the
+		// event id and type are columns); a consumed message's, the headers
+		// it arrived with.
+		handler, metadata := "", `{"a":"b"}`
+		if r.source == oncebox.DLQSourceConsumer {
+			handler, metadata = "billing-handler", `{"oncebox_event_id":"`+rid+`","a":"b"}`
+		}
 		_, err := c.schema.Pool.Exec(context.Background(), "INSERT INTO "+c.schema.Dialect.Tables().DLQ+
 			` (id, event_id, source, handler_name, event_type, topic, partition_key, message_uuid, payload, metadata,
 			   status, retry_count, last_error, created_at, first_failed_at, last_failed_at, moved_at, updated_at)
 			VALUES ($1, $1, $2, $3, $4::text, $4::text || '-topic', 'k1', $5, '{"n":1}', $6, $7, 4, 'broker said no', $8, $8, $9, $9, $9)`,
 			rid, string(r.source), handler, r.eventType, "msg-"+rid,
-			`{"oncebox_event_id":"`+rid+`","a":"b"}`, string(r.status), r.movedAt.Add(-time.Minute), r.movedAt)
+			metadata, string(r.status), r.movedAt.Add(-time.Minute), r.movedAt)
 		require.NoError(c.t, err)
 	}
 }

@@ -47,7 +47,7 @@ func (s *suite) insertDLQ(t *testing.T, r dlqRow) oncebox.EventID {
 		r.movedAt = t0.Add(-time.Hour)
 	}
 	row := dialects.DLQRow{ID: id, EventID: &id, EventType: r.eventType, Topic: r.eventType + "-topic", Key: "k1",
-		MessageUUID: "msg-" + id.String(), Payload: []byte(`{"n":1}`), Metadata: `{"oncebox_event_id":"` + id.String() + `","a":"b"}`,
+		MessageUUID: "msg-" + id.String(), Payload: []byte(`{"n":1}`), Metadata: `{"a":"b"}`,
 		Error: cmp.Or(r.err, "boom"), FailedAt: r.movedAt.Add(-time.Minute)}
 	if r.noEventID {
 		row.EventID = nil

@@ -90,8 +90,8 @@ func oracleLockIDs(ctx context.Context, tx wsql.ContextExecutor, q dialects.Quer
 
 // TransferDLQToOutbox implements dialects.Relay: lock up to limit TO_RETRY
 // rows through the cursor, compute in Go what PostgreSQL's statement computes
-// (event id = event_id or the row's own id; metadata gains oncebox_event_id
-// and oncebox_event_type; rows sharing an event id become one event, the
+// (event id = event_id or the row's own id; metadata loses oncebox_event_id
+// and oncebox_event_type, sent from the columns; rows sharing an event id become one event, the
 // latest moved winning), re-arm or insert each event in the outbox, delete
 // the DLQ rows, commit. Returns the DLQ rows moved.
 func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {

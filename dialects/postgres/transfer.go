@@ -16,9 +16,10 @@ import (
 // is not used.
 //
 // The event id is the row's event_id, or, for a consumed message that had
-// none, the DLQ row's own id (a UUIDv7 as well). The metadata's
-// oncebox_event_id and oncebox_event_type are set to the event id and type
-// sent, so the consumers' inboxes see the same id as before. A publisher row
+// none, the DLQ row's own id (a UUIDv7 as well). The metadata loses
+// any oncebox_event_id and oncebox_event_type (a consumed message's): the
+// outbox row holds them in its columns and the relay sends them, so the
+// consumers' inboxes see the same id as before. A publisher row
 // goes to its event_type and topic; a consumer row to the topic it was
 // consumed from, under its event_type. Rows of one batch that share an event
 // id (the same event parked by two handlers) become one outbox event: the
@@ -49,7 +50,7 @@ armed AS (
     INSERT INTO ` + d.tables.Events + ` AS e (id, event_type, topic, partition_key, message_uuid, payload,
         metadata, status, retry_count, next_retry_at, created_at, updated_at)
     SELECT DISTINCT ON (event_id) event_id, event_type, topic, partition_key, message_uuid, payload,
-           metadata || jsonb_build_object('oncebox_event_id', event_id::text, 'oncebox_event_type', event_type),
+           metadata - 'oncebox_event_id' - 'oncebox_event_type',
            'PENDING', 0, $1, created_at, $1
       FROM picked
      ORDER BY event_id, moved_at DESC, id DESC

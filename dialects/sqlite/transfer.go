@@ -87,8 +87,9 @@ func (d *Dialect) dlqDeleteIDs(ids []oncebox.EventID) dialects.Query {
 // (on two processes) run one after the other, the second finding the
 // rows gone. What PostgreSQL's statement computes is computed in Go
 // (sqlkit.TransferEvents): the event id is the row's event_id or, for a
-// consumed message that had none, the DLQ row's own id; the metadata gets
-// oncebox_event_id and oncebox_event_type; rows sharing an event id become
+// consumed message that had none, the DLQ row's own id; the metadata loses
+// oncebox_event_id and oncebox_event_type, which the relay sends from the
+// outbox row's columns; rows sharing an event id become
 // one event, the latest moved row winning.
 func (d *Dialect) TransferDLQToOutbox(ctx context.Context, db wsql.Beginner, now time.Time, limit int) (int, error) {
 	if found, err := sqlkit.Exists(ctx, db, d.dlqToRetryProbe()); err != nil || !found {

@@ -36,3 +36,14 @@ func TestEncodeOverridesAndValidate(t *testing.T) {
 	require.ErrorContains(t, metadata.Validate(map[string]string{"k": "\xff"}), `metadata "k"`)
 	require.ErrorContains(t, metadata.Validate(map[string]string{"k\x00": "v"}), "metadata key")
 }
+
+func TestEncodeWithoutLeavesTheOmittedKeysOut(t *testing.T) {
+	md := map[string]string{"oncebox_event_id": "old", "oncebox_event_type": "t", "a": "b"}
+	got := metadata.EncodeWithout(md, []string{"oncebox_event_id", "oncebox_event_type"}, "traceparent", "00-x")
+	var back map[string]string
+	require.NoError(t, json.Unmarshal([]byte(got), &back))
+	require.Equal(t, map[string]string{"a": "b", "traceparent": "00-x"}, back)
+	require.Len(t, md, 3, "the caller's map is left as it was")
+	// extra still sets an omitted key.
+	require.JSONEq(t, `{"a":"b","k":"v"}`, metadata.EncodeWithout(map[string]string{"a": "b", "k": "old"}, []string{"k"}, "k", "v"))
+}

@@ -52,9 +52,11 @@ func TransferEvents(picked []TransferRow) ([]dialects.EventRow, error) {
 				meta = map[string]json.RawMessage{}
 			}
 		}
-		idText, _ := json.Marshal(eid.String())
-		typeText, _ := json.Marshal(r.EventType)
-		meta["oncebox_event_id"], meta["oncebox_event_type"] = idText, typeText
+		// The outbox row keeps the event id and type in its columns; the
+		// relay adds them when it sends (a consumed message's copies of
+		// them are dropped here).
+		delete(meta, oncebox.HeaderEventID)
+		delete(meta, oncebox.HeaderEventType)
 		m, err := json.Marshal(meta)
 		if err != nil {
 			return nil, err

@@ -179,18 +179,18 @@ EXEC UPDATE outbox_events SET event_type = :1, topic = :2, partition_key = :3,
        status = 'PENDING', retry_count = 0, next_retry_at = SYS_EXTRACT_UTC(:7),
        claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL, updated_at = SYS_EXTRACT_UTC(:8)
  WHERE id = :9
-   args: ["order-created", "orders", "k", "m-new", 0x6E6577, "{\"a\":\"2\",\"oncebox_event_id\":\"01000000-0000-7000-0000-000000000000\",\"oncebox_event_type\":\"order-created\"}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000]
+   args: ["order-created", "orders", "k", "m-new", 0x6E6577, "{\"a\":\"2\"}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x01000000000070000000000000000000]
    -> 1 rows affected
 EXEC UPDATE outbox_events SET event_type = :1, topic = :2, partition_key = :3,
        message_uuid = :4, payload = :5, metadata = :6,
        status = 'PENDING', retry_count = 0, next_retry_at = SYS_EXTRACT_UTC(:7),
        claim_token = NULL, claimed_at = NULL, first_failed_at = NULL, last_error = NULL, updated_at = SYS_EXTRACT_UTC(:8)
  WHERE id = :9
-   args: ["order-paid", "payments", NULL, "m3", 0x, "{\"oncebox_event_id\":\"13000000-0000-7000-0000-000000000000\",\"oncebox_event_type\":\"order-paid\"}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x13000000000070000000000000000000]
+   args: ["order-paid", "payments", NULL, "m3", 0x, "{}", 2026-11-30T12:00:00Z, 2026-11-30T12:00:00Z, 0x13000000000070000000000000000000]
    -> 0 rows affected
 EXEC INSERT INTO outbox_events (id, event_type, topic, partition_key, message_uuid, payload, metadata, status, retry_count, next_retry_at, created_at, updated_at)
 VALUES (:1, :2, :3, :4, :5, :6, :7, 'PENDING', 0, SYS_EXTRACT_UTC(:8), SYS_EXTRACT_UTC(:9), SYS_EXTRACT_UTC(:10))
-   args: [0x13000000000070000000000000000000, "order-paid", "payments", NULL, "m3", 0x, "{\"oncebox_event_id\":\"13000000-0000-7000-0000-000000000000\",\"oncebox_event_type\":\"order-paid\"}", 2026-11-30T12:00:00Z, 2026-11-30T11:00:00Z, 2026-11-30T12:00:00Z]
+   args: [0x13000000000070000000000000000000, "order-paid", "payments", NULL, "m3", 0x, "{}", 2026-11-30T12:00:00Z, 2026-11-30T11:00:00Z, 2026-11-30T12:00:00Z]
    -> 1 rows affected
 EXEC DELETE FROM outbox_dlq_events WHERE id IN (:1, :2, :3)
    args: [0x11000000000070000000000000000000, 0x12000000000070000000000000000000, 0x13000000000070000000000000000000]

@@ -101,7 +101,7 @@ armed AS (
     INSERT INTO outbox_events AS e (id, event_type, topic, partition_key, message_uuid, payload,
         metadata, status, retry_count, next_retry_at, created_at, updated_at)
     SELECT DISTINCT ON (event_id) event_id, event_type, topic, partition_key, message_uuid, payload,
-           metadata || jsonb_build_object('oncebox_event_id', event_id::text, 'oncebox_event_type', event_type),
+           metadata - 'oncebox_event_id' - 'oncebox_event_type',
            'PENDING', 0, $1, created_at, $1
       FROM picked
      ORDER BY event_id, moved_at DESC, id DESC
