@@ -218,6 +218,7 @@ func (d *Dialect) MaintainPartitions(ctx context.Context, db wsql.Beginner, p on
 	}
 	iv := p.Interval.Milliseconds()
 	lo := now.UnixMilli() / iv * iv
+	with, withRead := "", false
 	for k := 0; k <= p.Ahead; k++ {
 		from, to := lo+int64(k)*iv, lo+int64(k+1)*iv
 		name := d.qualify(d.partitionName(time.UnixMilli(from)))
@@ -228,8 +229,18 @@ func (d *Dialect) MaintainPartitions(ctx context.Context, db wsql.Beginner, p on
 		if !missing {
 			continue
 		}
-		q := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')",
-			name, d.tables.Events, partitionBound(from), partitionBound(to))
+		if !withRead {
+			w, err := d.partitionStorageParams(ctx, db)
+			if err != nil {
+				return st, err
+			}
+			with, withRead = w, true
+		}
+		// No IF NOT EXISTS: a partition created by a concurrent run
+		// between the look-up and here must fail with 42P07 (below) and
+		// not be counted as created by this run.
+		q := fmt.Sprintf("CREATE TABLE %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')%s",
+			name, d.tables.Events, partitionBound(from), partitionBound(to), with)
 		_, err := db.ExecContext(ctx, q)
 		var pgErr *pgconn.PgError
 		switch {
@@ -299,6 +310,46 @@ func (d *Dialect) MaintainPartitions(ctx context.Context, db wsql.Beginner, p on
 	}
 	return st, nil
 }
+
+// partitionStorageParams returns " WITH (…)" holding the storage parameters
+// (reloptions) of the newest range partition of the outbox, or "" when it
+// has none. PostgreSQL refuses storage parameters on a partitioned table and
+// a new partition does not inherit them, so an operator's per-table
+// autovacuum settings (docs/postgresql.md: autovacuum_vacuum_threshold …),
+// set on the partitions, are carried to each partition created after them.
+func (d *Dialect) partitionStorageParams(ctx context.Context, db wsql.Beginner) (string, error) {
+	var list string // one name=value a line: every driver scans text
+	err := scanOne(ctx, db, &list, `SELECT array_to_string(coalesce(c.reloptions, '{}') || coalesce((
+         SELECT array_agg('toast.' || o) FROM pg_class t, unnest(t.reloptions) AS o WHERE t.oid = c.reltoastrelid), '{}'), E'\n')
+  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+ WHERE i.inhparent = $1::regclass AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT'
+ ORDER BY c.relname DESC LIMIT 1`, d.tables.Events)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("partitions: read the storage parameters of the newest partition: %w", err)
+	}
+	var parts []string
+	for _, o := range strings.Split(list, "\n") {
+		if o == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(o, "=")
+		if !ok || !storageParamName.MatchString(k) {
+			return "", fmt.Errorf("partitions: storage parameter %q of the newest partition is not name=value", o)
+		}
+		parts = append(parts, k+" = "+quoteLiteral(v))
+	}
+	if len(parts) == 0 {
+		return "", nil
+	}
+	return " WITH (" + strings.Join(parts, ", ") + ")", nil
+}
+
+// storageParamName is what PostgreSQL prints as a storage parameter's name
+// in reloptions (toast.autovacuum_… included).
+var storageParamName = regexp.MustCompile(`^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$`)
 
 // retirePartition drops or detaches the partition part, in one
 // transaction, when it holds no row that is not PROCESSED.

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,6 +87,44 @@ func TestPartitionsCreatedAhead(t *testing.T) {
 	_, err = e.DB.Exec(`INSERT INTO ` + e.Tables.Events + ` (id, event_type, topic, message_uuid, payload, next_retry_at, created_at, updated_at)
 		VALUES ('ffffffff-ffff-4fff-bfff-ffffffffffff', 't', 't', 'x', '\x00', now(), now(), now())`)
 	require.NoError(t, err)
+}
+
+// TestPartitionsCarryTheStorageParameters: PostgreSQL refuses autovacuum
+// settings on the partitioned table and a new partition does not inherit
+// them; the maintenance creates each partition with those of the newest one.
+func TestPartitionsCarryTheStorageParameters(t *testing.T) {
+	t.Parallel()
+	e, d := partitionedEnv(t)
+	_, err := e.DB.Exec(`ALTER TABLE ` + e.Tables.Events + ` SET (autovacuum_vacuum_threshold = 1000)`)
+	require.ErrorContains(t, err, "autovacuum_vacuum_threshold", "PostgreSQL refuses it on the partitioned table: why the partitions must carry them")
+	parts := partitions(t, e) // by name: the default, then the ranges in time order
+	newest := parts[len(parts)-1]
+	require.Contains(t, newest, "_p")
+	schema, _, _ := strings.Cut(e.Tables.Events, ".")
+	_, err = e.DB.Exec(`ALTER TABLE ` + schema + `.` + newest +
+		` SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000, toast.autovacuum_enabled = false)`)
+	require.NoError(t, err)
+
+	now := time.Now().UTC().Add(5 * time.Hour)
+	st, err := d.MaintainPartitions(context.Background(), e.Beginner, partCfg, now, now.Add(-100*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 4, st.Created)
+	rows, err := e.DB.Query(`SELECT c.relname, coalesce(array_to_string(c.reloptions, ','), ''),
+		       coalesce((SELECT array_to_string(t.reloptions, ',') FROM pg_class t WHERE t.oid = c.reltoastrelid), '')
+		  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		 WHERE i.inhparent = $1::regclass AND c.relname > $2 AND c.relname NOT LIKE '%default' ORDER BY 1`, e.Tables.Events, newest)
+	require.NoError(t, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var name, opts, toast string
+		require.NoError(t, rows.Scan(&name, &opts, &toast))
+		require.Equal(t, "autovacuum_vacuum_scale_factor=0.02,autovacuum_vacuum_threshold=1000", opts, name)
+		require.Equal(t, "autovacuum_enabled=false", toast, name)
+		n++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, 4, n)
 }
 
 func TestPartitionsRetention(t *testing.T) {
