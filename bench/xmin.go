@@ -112,7 +112,6 @@ func runXmin(ctx context.Context, e *env) ([]row, error) {
 
 // xminPhase runs one phase and returns its samples.
 func xminPhase(ctx context.Context, e *env, k xminPhaseKind, phase, interval time.Duration, rate int) ([]xminSample, error) {
-	held := k.held
 	d, err := e.freshSchema(ctx)
 	if err != nil {
 		return nil, err
@@ -154,7 +153,7 @@ func xminPhase(ctx context.Context, e *env, k xminPhaseKind, phase, interval tim
 		}
 	}
 
-	if held {
+	if k.held {
 		conn, err := pgx.Connect(ctx, e.dsn)
 		if err != nil {
 			return nil, fmt.Errorf("xmin: the holder's connection: %w", err)
@@ -265,7 +264,7 @@ func xminPhase(ctx context.Context, e *env, k xminPhaseKind, phase, interval tim
 			break
 		}
 		fmt.Fprintf(stderr, "bench: xmin: held=%v partitioned=%v t=%s claims %d p50 %.2f ms p95 %.2f ms; dead %d live %d autovacuums %d table %.1f MB indexes %.1f MB xmin age %d; partitions %d, dropped %d\n",
-			held, k.partitioned, s.at, s.claims, ms(s.p50), ms(s.p95), s.dead, s.live, s.autovacuums, s.tableMB, s.indexesMB, s.xminAge, s.partitions, s.dropped)
+			k.held, k.partitioned, s.at, s.claims, ms(s.p50), ms(s.p95), s.dead, s.live, s.autovacuums, s.tableMB, s.indexesMB, s.xminAge, s.partitions, s.dropped)
 		samples = append(samples, s)
 	}
 	cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
 	"github.com/oncebox/watermill-oncebox/internal/clock"
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
 // Config configures a Store.
@@ -189,12 +190,7 @@ func fromRecord(rec *dialects.DLQRecord) (Row, error) {
 	// outbox row keeps them in columns, and so does this one): the row
 	// shows them as the relay sent them (issue 28: narrower rows).
 	if r.Source == oncebox.DLQSourcePublisher && r.EventID != nil {
-		if _, set := r.Metadata[oncebox.HeaderEventID]; !set {
-			r.Metadata[oncebox.HeaderEventID] = r.EventID.String()
-		}
-		if _, set := r.Metadata[oncebox.HeaderEventType]; !set {
-			r.Metadata[oncebox.HeaderEventType] = r.EventType
-		}
+		r.Metadata = metadata.WithColumns(r.Metadata, *r.EventID, r.EventType)
 	}
 	return r, nil
 }

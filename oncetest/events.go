@@ -16,6 +16,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
 // Event is one row of the outbox: what was published and where it stands.
@@ -69,10 +70,7 @@ func Events(ctx context.Context, db wsql.ContextExecutor, d dialects.Dialect) ([
 		}
 		// The row keeps the event id and type in its columns, not in its
 		// metadata; the relay adds them to the message it sends.
-		if e.Metadata == nil {
-			e.Metadata = map[string]string{}
-		}
-		e.Metadata[oncebox.HeaderEventID], e.Metadata[oncebox.HeaderEventType] = s.ID.String(), s.EventType
+		e.Metadata = metadata.WithColumns(e.Metadata, s.ID, s.EventType)
 		out = append(out, e)
 	}
 	return out, nil

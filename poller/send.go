@@ -134,13 +134,9 @@ func toMessage(ctx context.Context, e *dialects.ClaimedEvent, eventType string) 
 		if err != nil {
 			return nil, fmt.Errorf("event %s: metadata is not a JSON object of strings: %w", e.ID, err)
 		}
-		msg.Metadata = md
-		if md == nil { // the JSON null
-			msg.Metadata = message.Metadata{}
-		}
+		msg.Metadata = md // nil for the JSON null: WithColumns makes a map
 	}
-	msg.Metadata[oncebox.HeaderEventID] = e.ID.String()
-	msg.Metadata[oncebox.HeaderEventType] = eventType
+	msg.Metadata = metadata.WithColumns(msg.Metadata, e.ID, eventType)
 	msg.SetContext(ctx)
 	return msg, nil
 }

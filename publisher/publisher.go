@@ -288,6 +288,10 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			return errDelay(topic, i, msg, err)
 		}
 		ids[i] = id.String()
+		// The metadata leaves out the event id and type (the row's columns;
+		// the relay adds them back): a message that carries them, one a
+		// handler consumed and republishes, has them dropped here and
+		// replaced by its new event's.
 		rows[i] = dialects.EventRow{
 			ID:          id,
 			EventType:   topic,
@@ -295,7 +299,7 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 			Key:         oncebox.Key(msg),
 			MessageUUID: msg.UUID,
 			Payload:     msg.Payload,
-			Metadata:    metadata.EncodeWithout(msg.Metadata, storedElsewhere, p.traceHeaders(msg, dueMD...)...),
+			Metadata:    metadata.EncodeWithout(msg.Metadata, metadata.InColumns, p.traceHeaders(msg, dueMD...)...),
 			CreatedAt:   now,
 			NextRetryAt: due,
 		}
@@ -350,13 +354,6 @@ func (p *Publisher) traceHeaders(msg *message.Message, extra ...string) []string
 	}
 	return extra
 }
-
-// storedElsewhere are the headers the outbox row keeps in its own columns
-// (id, event_type) and not in its metadata: the relay adds them to the
-// message when it sends it (poller.toMessage). A message that carries them
-// (one a handler consumed and republishes) has them dropped here and
-// replaced by its new event's.
-var storedElsewhere = []string{oncebox.HeaderEventID, oncebox.HeaderEventType}
 
 // traceparentHeader is the W3C Trace Context header; a message carrying it
 // keeps it.

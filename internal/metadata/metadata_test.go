@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
@@ -46,4 +47,16 @@ func TestEncodeWithoutLeavesTheOmittedKeysOut(t *testing.T) {
 	require.Len(t, md, 3, "the caller's map is left as it was")
 	// extra still sets an omitted key.
 	require.JSONEq(t, `{"a":"b","k":"v"}`, metadata.EncodeWithout(map[string]string{"a": "b", "k": "old"}, []string{"k"}, "k", "v"))
+}
+
+func TestWithColumnsSetsTheEventIDAndType(t *testing.T) {
+	t.Parallel()
+	id, err := oncebox.NewEventID()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{oncebox.HeaderEventID: id.String(), oncebox.HeaderEventType: "t"},
+		metadata.WithColumns(nil, id, "t"), "no metadata: a new map")
+	old := map[string]string{"a": "b", oncebox.HeaderEventID: "stale", oncebox.HeaderEventType: "stale"}
+	require.Equal(t, map[string]string{"a": "b", oncebox.HeaderEventID: id.String(), oncebox.HeaderEventType: "t"},
+		metadata.WithColumns(old, id, "t"), "the columns win over copies in the metadata")
+	require.ElementsMatch(t, []string{oncebox.HeaderEventID, oncebox.HeaderEventType}, metadata.InColumns)
 }

@@ -8,6 +8,7 @@ import (
 
 	oncebox "github.com/oncebox/watermill-oncebox"
 	"github.com/oncebox/watermill-oncebox/dialects"
+	"github.com/oncebox/watermill-oncebox/internal/metadata"
 )
 
 // TransferRow is a TO_RETRY DLQ row locked by a transfer.
@@ -55,8 +56,9 @@ func TransferEvents(picked []TransferRow) ([]dialects.EventRow, error) {
 		// The outbox row keeps the event id and type in its columns; the
 		// relay adds them when it sends (a consumed message's copies of
 		// them are dropped here).
-		delete(meta, oncebox.HeaderEventID)
-		delete(meta, oncebox.HeaderEventType)
+		for _, k := range metadata.InColumns {
+			delete(meta, k)
+		}
 		m, err := json.Marshal(meta)
 		if err != nil {
 			return nil, err
